@@ -1,0 +1,121 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// ClientConfig tunes a Client.
+type ClientConfig struct {
+	Timeout         time.Duration // per call when ctx has no deadline; default 30s
+	MaxConnsPerHost int           // keep-alive pool size per peer; default 64
+}
+
+// Client calls Servers. It keeps one keep-alive pool per peer address and
+// is safe for concurrent use.
+type Client struct {
+	cfg   ClientConfig
+	mu    sync.Mutex
+	hosts map[string]*fasthttp.HostClient
+	bufs  sync.Pool // *[]byte request bodies
+}
+
+// NewClient returns a Client.
+func NewClient(cfg ClientConfig) *Client {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.MaxConnsPerHost == 0 {
+		cfg.MaxConnsPerHost = 64
+	}
+	return &Client{cfg: cfg, hosts: map[string]*fasthttp.HostClient{}}
+}
+
+func (c *Client) host(addr string) *fasthttp.HostClient {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	hc := c.hosts[addr]
+	if hc == nil {
+		hc = &fasthttp.HostClient{
+			Addr:                          addr,
+			MaxConns:                      c.cfg.MaxConnsPerHost,
+			MaxIdleConnDuration:           90 * time.Second,
+			ReadBufferSize:                16 << 10,
+			WriteBufferSize:               64 << 10,
+			MaxResponseBodySize:           MaxBody,
+			NoDefaultUserAgentHeader:      true,
+			DisableHeaderNamesNormalizing: true,
+			MaxConnWaitTimeout:            c.cfg.Timeout,
+		}
+		c.hosts[addr] = hc
+	}
+	return hc
+}
+
+// Close drops idle connections. Calls in flight finish.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, hc := range c.hosts {
+		hc.CloseIdleConnections()
+	}
+}
+
+// Call sends req to method at addr and decodes the reply into resp.
+func (c *Client) Call(ctx context.Context, addr, method string, req, resp any) error {
+	_, err := c.CallData(ctx, addr, method, req, nil, resp, nil)
+	return err
+}
+
+// CallData sends req followed by data, decodes the reply into resp, and
+// copies reply data into out, returning how many bytes it copied. A remote
+// failure is an *Error; a transport failure wraps ErrUnavailable.
+func (c *Client) CallData(ctx context.Context, addr, method string, req any, data []byte, resp any, out []byte) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(c.cfg.Timeout)
+	}
+	hreq := fasthttp.AcquireRequest()
+	hresp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(hreq)
+	defer fasthttp.ReleaseResponse(hresp)
+
+	bp, _ := c.bufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	body := append(appendFrame((*bp)[:0], req), data...)
+	hreq.Header.SetMethod(fasthttp.MethodPost)
+	hreq.SetRequestURI("http://" + addr + "/rpc/" + method)
+	hreq.SetBodyRaw(body)
+	err := c.host(addr).DoDeadline(hreq, hresp, deadline)
+	*bp = body[:0]
+	c.bufs.Put(bp)
+	if err != nil {
+		if errors.Is(err, fasthttp.ErrTimeout) && ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		return 0, fmt.Errorf("%w: %s %s: %v", ErrUnavailable, addr, method, err)
+	}
+	rb := hresp.Body()
+	if code := hresp.StatusCode(); code < 200 || code > 299 {
+		re := &Error{}
+		if _, err := splitFrame(rb, re); err != nil {
+			return 0, fmt.Errorf("%w: %s %s: status %d", ErrUnavailable, addr, method, code)
+		}
+		return 0, re
+	}
+	rest, err := splitFrame(rb, resp)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: reply: %w", addr, method, err)
+	}
+	return copy(out, rest), nil
+}

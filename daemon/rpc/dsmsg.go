@@ -1,0 +1,46 @@
+package rpc
+
+import "github.com/strata-hpc/strata/internal/capability"
+
+// DS method names.
+const (
+	DWrite    = "ds.write"
+	DRead     = "ds.read"
+	DCommit   = "ds.commit"
+	DTruncate = "ds.truncate"
+	DRemove   = "ds.remove"
+	DStat     = "ds.stat"
+	DInfo     = "ds.info"
+)
+
+// ComponentID names one component: a column of one generation of a file.
+type ComponentID struct {
+	Ino uint64
+	Gen uint64
+	Col uint32
+}
+
+// DSReq is the header of every component call. Off and Len are used by
+// read (Len bytes at Off) and write (the data follows the header; Off is
+// where it goes); Size by truncate.
+type DSReq struct {
+	Cap  capability.Token
+	ID   ComponentID
+	Off  uint64
+	Len  uint64
+	Size uint64
+}
+
+// DSResp answers a component call. Size is the component's size after the
+// call; a read's data follows the header and is short where the component
+// ends.
+type DSResp struct {
+	Size uint64
+}
+
+// DSInfoResp answers Info.
+type DSInfoResp struct {
+	ID       string
+	Capacity uint64
+	Free     uint64
+}

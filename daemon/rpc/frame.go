@@ -1,0 +1,64 @@
+package rpc
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/http"
+	"syscall"
+)
+
+// appendFrame appends [Version][uvarint len(hdr)][hdr] for msg to b.
+func appendFrame(b []byte, msg any) []byte {
+	b = append(b, Version, 0, 0, 0, 0, 0) // version, then room for the length
+	start := len(b)
+	b = Marshal(b, msg)
+	n := len(b) - start
+	var lb [binary.MaxVarintLen64]byte
+	ln := binary.PutUvarint(lb[:], uint64(n))
+	// Close the gap between the reserved 5 bytes and the actual length size.
+	copy(b[start-5:], lb[:ln])
+	if ln < 5 {
+		copy(b[start-5+ln:], b[start:])
+		b = b[:len(b)-(5-ln)]
+	}
+	return b
+}
+
+// splitFrame decodes the header of a frame into msg and returns the data
+// that follows it.
+func splitFrame(b []byte, msg any) ([]byte, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: empty frame", ErrDecode)
+	}
+	if b[0] != Version {
+		return nil, fmt.Errorf("%w: frame version %d, this binary speaks %d", ErrDecode, b[0], Version)
+	}
+	n, k := binary.Uvarint(b[1:])
+	if k <= 0 || n > uint64(len(b)-1-k) {
+		return nil, fmt.Errorf("%w: bad frame header length", ErrDecode)
+	}
+	hdr := b[1+k : 1+k+int(n)]
+	if err := Unmarshal(hdr, msg); err != nil {
+		return nil, err
+	}
+	return b[1+k+int(n):], nil
+}
+
+// statusOf maps an errno to the HTTP status of a failed call.
+func statusOf(errno uint32) int {
+	switch syscall.Errno(errno) {
+	case syscall.ENOENT:
+		return http.StatusNotFound
+	case syscall.EACCES, syscall.EPERM:
+		return http.StatusForbidden
+	case syscall.EEXIST, syscall.ENOTEMPTY, syscall.EBUSY:
+		return http.StatusConflict
+	case syscall.EINVAL, syscall.ENOTDIR, syscall.EISDIR, syscall.ENAMETOOLONG, syscall.ERANGE:
+		return http.StatusBadRequest
+	case syscall.ENOSPC:
+		return http.StatusInsufficientStorage
+	case syscall.EAGAIN, syscall.EHOSTUNREACH:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}

@@ -1,0 +1,313 @@
+package rpc
+
+import (
+	"github.com/strata-hpc/strata/internal/capability"
+)
+
+// MDS method names.
+const (
+	MLookup       = "mds.lookup"
+	MWalk         = "mds.walk"
+	MGetattr      = "mds.getattr"
+	MSetattr      = "mds.setattr"
+	MCreate       = "mds.create"
+	MMkdir        = "mds.mkdir"
+	MSymlink      = "mds.symlink"
+	MReadlink     = "mds.readlink"
+	MLink         = "mds.link"
+	MUnlink       = "mds.unlink"
+	MRmdir        = "mds.rmdir"
+	MRename       = "mds.rename"
+	MReaddir      = "mds.readdir"
+	MSetXattr     = "mds.setxattr"
+	MGetXattr     = "mds.getxattr"
+	MListXattr    = "mds.listxattr"
+	MRemoveXattr  = "mds.removexattr"
+	MStatFS       = "mds.statfs"
+	MLayoutGet    = "mds.layoutget"
+	MLayoutCommit = "mds.layoutcommit"
+	MLayoutReturn = "mds.layoutreturn"
+	MHeartbeat    = "mds.heartbeat"
+	MCluster      = "mds.cluster"
+)
+
+// RootIno is the inode number of the root directory.
+const RootIno uint64 = 1
+
+// File types, as in the high bits of a POSIX mode (S_IFMT).
+const (
+	TypeFile    uint32 = 0o100000
+	TypeDir     uint32 = 0o040000
+	TypeSymlink uint32 = 0o120000
+	TypeMask    uint32 = 0o170000
+)
+
+// LayoutXattr is the extended attribute that sets and shows a layout.
+const LayoutXattr = "user.strata.layout"
+
+// Attr is an inode's attributes. Mode holds the type bits and permissions.
+// Times are unix nanoseconds.
+type Attr struct {
+	Ino   uint64
+	Mode  uint32
+	Nlink uint32
+	Uid   uint32
+	Gid   uint32
+	Size  uint64
+	Atime int64
+	Mtime int64
+	Ctime int64
+	Gen   uint64 // layout generation, files only
+}
+
+// IsDir reports whether the inode is a directory.
+func (a *Attr) IsDir() bool { return a.Mode&TypeMask == TypeDir }
+
+// IsSymlink reports whether the inode is a symbolic link.
+func (a *Attr) IsSymlink() bool { return a.Mode&TypeMask == TypeSymlink }
+
+// IsFile reports whether the inode is a regular file.
+func (a *Attr) IsFile() bool { return a.Mode&TypeMask == TypeFile }
+
+// Cred is the identity a namespace call is made with; it owns what it creates.
+type Cred struct {
+	Uid uint32
+	Gid uint32
+}
+
+// EntryReq names a directory entry.
+type EntryReq struct {
+	Parent uint64
+	Name   string
+}
+
+// WalkReq resolves an absolute path from the root, following symbolic links
+// in every component but the last, and the last too when Follow is set.
+type WalkReq struct {
+	Path   string
+	Follow bool
+}
+
+// AttrResp answers calls that return one inode's attributes.
+type AttrResp struct {
+	Attr Attr
+}
+
+// InoReq names an inode.
+type InoReq struct {
+	Ino uint64
+}
+
+// Setattr valid bits.
+const (
+	SetMode uint32 = 1 << iota
+	SetUid
+	SetGid
+	SetSize
+	SetAtime
+	SetMtime
+)
+
+// SetattrReq changes the attributes whose bit is in Valid. A size change of
+// a file is only recorded here: the client truncates the components first.
+type SetattrReq struct {
+	Ino   uint64
+	Valid uint32
+	Mode  uint32
+	Uid   uint32
+	Gid   uint32
+	Size  uint64
+	Atime int64
+	Mtime int64
+}
+
+// CreateReq creates a regular file (Mode holds permissions), or with
+// Exclusive unset opens an existing one. Layout, if set, is a layout string
+// for the new file (it overrides the inherited policy).
+type CreateReq struct {
+	Parent    uint64
+	Name      string
+	Mode      uint32
+	Cred      Cred
+	Exclusive bool
+	Layout    string
+}
+
+// CreateResp answers Create: the file and whether it was created.
+type CreateResp struct {
+	Attr    Attr
+	Created bool
+}
+
+// MkdirReq creates a directory.
+type MkdirReq struct {
+	Parent uint64
+	Name   string
+	Mode   uint32
+	Cred   Cred
+}
+
+// SymlinkReq creates a symbolic link to Target.
+type SymlinkReq struct {
+	Parent uint64
+	Name   string
+	Target string
+	Cred   Cred
+}
+
+// ReadlinkResp answers Readlink.
+type ReadlinkResp struct {
+	Target string
+}
+
+// LinkReq adds a hard link to Ino as NewParent/NewName.
+type LinkReq struct {
+	Ino       uint64
+	NewParent uint64
+	NewName   string
+}
+
+// Rename flags, as renameat2(2).
+const (
+	RenameNoReplace uint32 = 1
+	RenameExchange  uint32 = 2
+)
+
+// RenameReq moves OldParent/OldName to NewParent/NewName, replacing a
+// compatible target unless RenameNoReplace; RenameExchange swaps both.
+type RenameReq struct {
+	OldParent uint64
+	OldName   string
+	NewParent uint64
+	NewName   string
+	Flags     uint32
+}
+
+// ReaddirReq lists a directory from entries after the name After ("" for
+// the start), at most Limit entries (0: a server default).
+type ReaddirReq struct {
+	Ino   uint64
+	After string
+	Limit uint32
+}
+
+// DirEntry is one directory entry with the child's attributes.
+type DirEntry struct {
+	Name string
+	Attr Attr
+}
+
+// ReaddirResp answers Readdir in name order; More is set when entries remain.
+type ReaddirResp struct {
+	Entries []DirEntry
+	More    bool
+}
+
+// Xattr set flags, as setxattr(2).
+const (
+	XattrCreate  uint32 = 1
+	XattrReplace uint32 = 2
+)
+
+// XattrReq names an extended attribute, with a value and flags for set.
+type XattrReq struct {
+	Ino   uint64
+	Name  string
+	Value []byte
+	Flags uint32
+}
+
+// XattrResp answers GetXattr.
+type XattrResp struct {
+	Value []byte
+}
+
+// ListXattrResp answers ListXattr.
+type ListXattrResp struct {
+	Names []string
+}
+
+// StatFSResp answers StatFS.
+type StatFSResp struct {
+	Capacity uint64
+	Free     uint64
+	Files    uint64 // inodes in use
+	DSUp     uint32
+	DSTotal  uint32
+}
+
+// Layout is a file's layout on the wire: geometry as a layout string
+// (layout.Parse), generation, and for each column the target's id and
+// address.
+type Layout struct {
+	Spec       string
+	Generation uint64
+	Targets    []string
+	Addrs      []string
+}
+
+// LayoutGetReq asks for a file's layout and a capability: for reading, or
+// with Write for reading and writing.
+type LayoutGetReq struct {
+	Ino   uint64
+	Write bool
+}
+
+// LayoutGetResp answers LayoutGet with fresh attributes (close-to-open).
+type LayoutGetResp struct {
+	Attr   Attr
+	Layout Layout
+	Cap    capability.Token
+}
+
+// LayoutCommitReq publishes what a writer made durable: the file's size
+// becomes max(size, End) and its mtime Mtime.
+type LayoutCommitReq struct {
+	Ino   uint64
+	Gen   uint64
+	End   uint64
+	Mtime int64
+}
+
+// HeartbeatReq registers a data server and reports its state.
+type HeartbeatReq struct {
+	ID       string
+	Addr     string
+	Node     string
+	Capacity uint64
+	Free     uint64
+	Load     float64
+}
+
+// HeartbeatResp answers a heartbeat.
+type HeartbeatResp struct {
+	IntervalMs uint32 // when to send the next one
+}
+
+// DSInfo is one data server as the MDS sees it.
+type DSInfo struct {
+	ID       string
+	Addr     string
+	Node     string
+	Capacity uint64
+	Free     uint64
+	Load     float64
+	State    string // up, down
+	LastSeen int64  // unix nanoseconds
+}
+
+// ClusterResp answers Cluster: the MDS's role and the DS registry.
+type ClusterResp struct {
+	ID        string
+	Role      string // leader, follower, candidate
+	Term      uint64
+	Leader    string
+	Applied   uint64
+	DataSvrs  []DSInfo
+	Inodes    uint64
+	Default   string // default layout string
+	StartedAt int64
+}
+
+// Empty is the request or response of calls that carry nothing.
+type Empty struct{}

@@ -1,0 +1,76 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"syscall"
+	"testing"
+)
+
+func startServer(t *testing.T, mux *Mux) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(mux, slog.New(slog.DiscardHandler))
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := s.Shutdown(); err != nil {
+			t.Error(err)
+		}
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+func TestCallAndData(t *testing.T) {
+	mux := NewMux()
+	Handle(mux, "echo", func(_ context.Context, r *EntryReq) (*EntryReq, error) {
+		if r.Name == "missing" {
+			return nil, Errorf(syscall.ENOENT, "no such entry")
+		}
+		return r, nil
+	})
+	HandleData(mux, "twice", func(_ context.Context, r *DSReq, in []byte, out *Data) (*DSResp, error) {
+		p := out.Buffer(2 * len(in))
+		copy(p, in)
+		copy(p[len(in):], in)
+		out.Commit(len(p))
+		return &DSResp{Size: uint64(len(p))}, nil
+	})
+	addr := startServer(t, mux)
+	c := NewClient(ClientConfig{})
+	defer c.Close()
+	ctx := context.Background()
+
+	var got EntryReq
+	if err := c.Call(ctx, addr, "echo", &EntryReq{Parent: 4, Name: "x"}, &got); err != nil || got.Name != "x" || got.Parent != 4 {
+		t.Fatalf("echo = %+v, %v", got, err)
+	}
+	err := c.Call(ctx, addr, "echo", &EntryReq{Name: "missing"}, &got)
+	if !errors.Is(err, syscall.ENOENT) || err.Error() != "no such entry" {
+		t.Fatalf("remote error = %v, want ENOENT 'no such entry'", err)
+	}
+	if err := c.Call(ctx, addr, "nope", &Empty{}, &Empty{}); !errors.Is(err, syscall.ENOSYS) {
+		t.Fatalf("unknown method = %v, want ENOSYS", err)
+	}
+	for _, n := range []int{1, 1000, 3 << 20} {
+		in := bytes.Repeat([]byte{byte(n)}, n)
+		out := make([]byte, 2*n+10)
+		var r DSResp
+		k, err := c.CallData(ctx, addr, "twice", &DSReq{}, in, &r, out)
+		if err != nil || k != 2*n || r.Size != uint64(2*n) || !bytes.Equal(out[:n], in) || !bytes.Equal(out[n:2*n], in) {
+			t.Fatalf("twice(%d) = %d, %+v, %v", n, k, r, err)
+		}
+	}
+	if err := c.Call(ctx, "127.0.0.1:1", "echo", &EntryReq{}, &got); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("dead peer = %v, want ErrUnavailable", err)
+	}
+}
