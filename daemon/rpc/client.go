@@ -76,6 +76,12 @@ func (c *Client) Call(ctx context.Context, addr, method string, req, resp any) e
 // copies reply data into out, returning how many bytes it copied. A remote
 // failure is an *Error; a transport failure wraps ErrUnavailable.
 func (c *Client) CallData(ctx context.Context, addr, method string, req any, data []byte, resp any, out []byte) (int, error) {
+	return c.CallVec(ctx, addr, method, req, [][]byte{data}, resp, [][]byte{out})
+}
+
+// CallVec is CallData with the request data given as pieces sent back to
+// back, and the reply data scattered over the pieces of out in order.
+func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data [][]byte, resp any, out [][]byte) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -92,7 +98,10 @@ func (c *Client) CallData(ctx context.Context, addr, method string, req any, dat
 	if bp == nil {
 		bp = new([]byte)
 	}
-	body := append(appendFrame((*bp)[:0], req), data...)
+	body := appendFrame((*bp)[:0], req)
+	for _, d := range data {
+		body = append(body, d...)
+	}
 	hreq.Header.SetMethod(fasthttp.MethodPost)
 	hreq.SetRequestURI("http://" + addr + "/rpc/" + method)
 	hreq.SetBodyRaw(body)
@@ -117,5 +126,14 @@ func (c *Client) CallData(ctx context.Context, addr, method string, req any, dat
 	if err != nil {
 		return 0, fmt.Errorf("%s %s: reply: %w", addr, method, err)
 	}
-	return copy(out, rest), nil
+	n := 0
+	for _, o := range out {
+		if len(rest) == 0 {
+			break
+		}
+		k := copy(o, rest)
+		rest = rest[k:]
+		n += k
+	}
+	return n, nil
 }

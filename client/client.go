@@ -1,0 +1,102 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+)
+
+// DefaultMDS is the address every client command targets unless told
+// otherwise: where `strata dev` listens.
+const DefaultMDS = "127.0.0.1:7000"
+
+// Config configures a Client.
+type Config struct {
+	MDS         string        // MDS address; default DefaultMDS
+	Timeout     time.Duration // per RPC when the context has none; default 30s
+	Cred        rpc.Cred      // owner of what this client creates; default the process's uid/gid
+	MaxInflight int           // data requests in flight per file call; default 16
+	ChunkSize   int           // most bytes per data server request; default 4 MiB
+}
+
+// DefaultConfig returns the defaults: the dev MDS, this process's identity.
+func DefaultConfig() Config {
+	return Config{
+		MDS:         DefaultMDS,
+		Timeout:     30 * time.Second,
+		Cred:        rpc.Cred{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())},
+		MaxInflight: 16,
+		ChunkSize:   4 << 20,
+	}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.MDS == "" {
+		return errors.New("client: no MDS address")
+	}
+	if c.MaxInflight < 1 || c.ChunkSize < 4096 || c.ChunkSize > rpc.MaxData {
+		return fmt.Errorf("client: MaxInflight %d or ChunkSize %d out of range", c.MaxInflight, c.ChunkSize)
+	}
+	return nil
+}
+
+// Client talks to one Strata namespace. It is safe for concurrent use.
+type Client struct {
+	cfg Config
+	rpc *rpc.Client
+}
+
+// New returns a Client. It does not contact the MDS; the first call does.
+func New(cfg Config) (*Client, error) {
+	def := DefaultConfig()
+	if cfg.MDS == "" {
+		cfg.MDS = def.MDS
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = def.Timeout
+	}
+	if cfg.MaxInflight == 0 {
+		cfg.MaxInflight = def.MaxInflight
+	}
+	if cfg.ChunkSize == 0 {
+		cfg.ChunkSize = def.ChunkSize
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Client{cfg: cfg, rpc: rpc.NewClient(rpc.ClientConfig{Timeout: cfg.Timeout, MaxConnsPerHost: 4 * cfg.MaxInflight})}, nil
+}
+
+// Close releases idle connections.
+func (c *Client) Close() error {
+	c.rpc.Close()
+	return nil
+}
+
+// mds calls the MDS.
+func (c *Client) mds(ctx context.Context, method string, req, resp any) error {
+	return c.rpc.Call(ctx, c.cfg.MDS, method, req, resp)
+}
+
+// Cluster returns the MDS's view of the cluster.
+func (c *Client) Cluster(ctx context.Context) (*rpc.ClusterResp, error) {
+	var r rpc.ClusterResp
+	if err := c.mds(ctx, rpc.MCluster, &rpc.Empty{}, &r); err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	return &r, nil
+}
+
+// StatFS returns the namespace's capacity, free space and inode count.
+func (c *Client) StatFS(ctx context.Context) (*rpc.StatFSResp, error) {
+	var r rpc.StatFSResp
+	if err := c.mds(ctx, rpc.MStatFS, &rpc.Empty{}, &r); err != nil {
+		return nil, fmt.Errorf("statfs: %w", err)
+	}
+	return &r, nil
+}
