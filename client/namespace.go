@@ -307,4 +307,3 @@ func (c *Client) RemoveXattr(ctx context.Context, name, attr string) error {
 	}
 	return pathErr("removexattr", name, err)
 }
-
