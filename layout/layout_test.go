@@ -1,0 +1,81 @@
+package layout
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestExtentsCoverColumns checks the stripe arithmetic against a brute
+// force byte-by-byte mapping, and ColumnSize against the extents.
+func TestExtentsCoverColumns(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200; i++ {
+		l := Layout{Width: 1 + rnd.IntN(5), Unit: int64(1+rnd.IntN(4)) * 16}
+		size := rnd.Int64N(2000)
+		colLen := make([]int64, l.Width)
+		var pos int64
+		for _, e := range l.Extents(0, size) {
+			if e.FileOff != pos {
+				t.Fatalf("%+v: extent at %d, want %d", l, e.FileOff, pos)
+			}
+			for b := int64(0); b < e.Len; b++ {
+				f := e.FileOff + b
+				unit := f / l.Unit
+				if int(unit%int64(l.Width)) != e.Col || e.ColOff+b != (unit/int64(l.Width))*l.Unit+f%l.Unit {
+					t.Fatalf("%+v: byte %d misplaced in %+v", l, f, e)
+				}
+			}
+			colLen[e.Col] = max(colLen[e.Col], e.ColOff+e.Len)
+			pos += e.Len
+		}
+		for c := range colLen {
+			if got := l.ColumnSize(size, c); got != colLen[c] {
+				t.Fatalf("%+v size %d: ColumnSize(%d) = %d, want %d", l, size, c, got, colLen[c])
+			}
+		}
+	}
+}
+
+func TestPlace(t *testing.T) {
+	cands := []Candidate{
+		{ID: "a", Node: "n1", Capacity: 100, Free: 90, Up: true},
+		{ID: "b", Node: "n1", Capacity: 100, Free: 90, Up: true},
+		{ID: "c", Node: "n2", Capacity: 100, Free: 90, Up: true},
+		{ID: "d", Node: "n3", Capacity: 100, Free: 1, Up: true},
+		{ID: "e", Node: "n4", Capacity: 100, Free: 90, Up: false},
+	}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	counts := map[string]int{}
+	for i := 0; i < 2000; i++ {
+		got, err := Place(cands, 3, rnd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes := map[string]bool{}
+		for _, id := range got {
+			for _, c := range cands {
+				if c.ID == id {
+					if nodes[c.Node] || !c.Up {
+						t.Fatalf("placement %v reuses node %s or a down server", got, c.Node)
+					}
+					nodes[c.Node] = true
+				}
+			}
+			counts[id]++
+		}
+	}
+	if _, err := Place(cands, 4, rnd); err == nil {
+		t.Fatal("width 4 over 3 up nodes was placed")
+	}
+	// Width 2 leaves a choice: the nearly full server must be picked less.
+	counts = map[string]int{}
+	for i := 0; i < 2000; i++ {
+		got, _ := Place(cands, 2, rnd)
+		for _, id := range got {
+			counts[id]++
+		}
+	}
+	if counts["d"] >= counts["c"]/2 {
+		t.Fatalf("nearly full server chosen %d times vs %d: placement ignores free space", counts["d"], counts["c"])
+	}
+}
