@@ -1,0 +1,220 @@
+package mds
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/layout"
+)
+
+// A command is one raft log entry: a type byte, then the payload struct
+// encoded with rpc.Marshal. The leader fills in everything that is not
+// deterministic (Now, a new file's placed Layout) before raft.Apply; the
+// FSM validates the command against its state and applies it.
+//
+// Type numbers are persisted in raft logs: never renumber or reuse one.
+// A type with cmdIgnorable set is skipped by a binary that does not know
+// it (nomad's IgnoreUnknownTypeFlag), so a new, optional command can be
+// rolled out before every replica is upgraded. Every other unknown type, and
+// any payload that does not decode, makes Apply panic: a replica that
+// skipped an entry it should have applied would silently diverge.
+type cmdType uint8
+
+// cmdIgnorable marks a command type that may be skipped when unknown.
+const cmdIgnorable cmdType = 0x80
+
+// The command types.
+const (
+	cmdInit        cmdType = 1  // initCmd
+	cmdCreate      cmdType = 2  // createCmd
+	cmdMkdir       cmdType = 3  // mkdirCmd
+	cmdSymlink     cmdType = 4  // symlinkCmd
+	cmdLink        cmdType = 5  // linkCmd
+	cmdUnlink      cmdType = 6  // entryCmd
+	cmdRmdir       cmdType = 7  // entryCmd
+	cmdRename      cmdType = 8  // renameCmd
+	cmdSetattr     cmdType = 9  // setattrCmd
+	cmdSetXattr    cmdType = 10 // xattrCmd
+	cmdRemoveXattr cmdType = 11 // xattrCmd
+	cmdRelayout    cmdType = 12 // relayoutCmd
+	cmdCommit      cmdType = 13 // commitCmd
+	cmdRegisterDS  cmdType = 14 // registerCmd
+	cmdPurge       cmdType = 15 // purgeCmd
+)
+
+// errUnknownCommand is wrapped when a log entry has a type this binary does
+// not know and may not skip.
+var errUnknownCommand = errors.New("mds: unknown command type")
+
+// initCmd stamps the root directory's times once, after bootstrap.
+type initCmd struct {
+	Now int64
+}
+
+// createCmd creates a regular file, or with Exclusive unset returns an
+// existing one. Layout is placed by the leader; its Generation is set by
+// the FSM.
+type createCmd struct {
+	Parent    uint64
+	Name      string
+	Mode      uint32
+	Uid       uint32
+	Gid       uint32
+	Exclusive bool
+	Layout    layout.Layout
+	Now       int64
+}
+
+// mkdirCmd creates a directory.
+type mkdirCmd struct {
+	Parent uint64
+	Name   string
+	Mode   uint32
+	Uid    uint32
+	Gid    uint32
+	Now    int64
+}
+
+// symlinkCmd creates a symbolic link.
+type symlinkCmd struct {
+	Parent uint64
+	Name   string
+	Target string
+	Uid    uint32
+	Gid    uint32
+	Now    int64
+}
+
+// linkCmd adds a hard link.
+type linkCmd struct {
+	Ino       uint64
+	NewParent uint64
+	NewName   string
+	Now       int64
+}
+
+// entryCmd removes a directory entry (unlink, rmdir).
+type entryCmd struct {
+	Parent uint64
+	Name   string
+	Now    int64
+}
+
+// renameCmd is rename(2) with renameat2(2) flags.
+type renameCmd struct {
+	OldParent uint64
+	OldName   string
+	NewParent uint64
+	NewName   string
+	Flags     uint32
+	Now       int64
+}
+
+// setattrCmd changes the attributes whose bit is in Req.Valid.
+type setattrCmd struct {
+	Req rpc.SetattrReq
+	Now int64
+}
+
+// xattrCmd sets or removes an extended attribute; on a directory the
+// layout xattr sets or removes its policy.
+type xattrCmd struct {
+	Ino   uint64
+	Name  string
+	Value []byte
+	Flags uint32
+	Now   int64
+}
+
+// relayoutCmd gives an empty file a new layout, placed by the leader; the
+// FSM bumps the generation and queues the old components for collection.
+type relayoutCmd struct {
+	Ino    uint64
+	Layout layout.Layout
+	Now    int64
+}
+
+// commitCmd publishes a writer's durable size and mtime (LAYOUTCOMMIT).
+type commitCmd struct {
+	Ino   uint64
+	Gen   uint64
+	End   uint64
+	Mtime int64
+	Now   int64
+}
+
+// registerCmd adds a data server to the registry or changes its address
+// or node.
+type registerCmd struct {
+	ID   string
+	Addr string
+	Node string
+}
+
+// purgeCmd drops orphans whose components are gone from every data server.
+type purgeCmd struct {
+	Orphans []orphanKey
+}
+
+// newPayload returns a pointer to the zero payload of type t, or nil if
+// the type is unknown.
+func newPayload(t cmdType) any {
+	switch t {
+	case cmdInit:
+		return new(initCmd)
+	case cmdCreate:
+		return new(createCmd)
+	case cmdMkdir:
+		return new(mkdirCmd)
+	case cmdSymlink:
+		return new(symlinkCmd)
+	case cmdLink:
+		return new(linkCmd)
+	case cmdUnlink, cmdRmdir:
+		return new(entryCmd)
+	case cmdRename:
+		return new(renameCmd)
+	case cmdSetattr:
+		return new(setattrCmd)
+	case cmdSetXattr, cmdRemoveXattr:
+		return new(xattrCmd)
+	case cmdRelayout:
+		return new(relayoutCmd)
+	case cmdCommit:
+		return new(commitCmd)
+	case cmdRegisterDS:
+		return new(registerCmd)
+	case cmdPurge:
+		return new(purgeCmd)
+	}
+	return nil
+}
+
+// encodeCommand returns the log entry of a command: t, then payload (a
+// pointer to the payload struct of t).
+func encodeCommand(t cmdType, payload any) []byte {
+	return rpc.Marshal(append(make([]byte, 0, 96), byte(t)), payload)
+}
+
+// decodeCommand decodes a log entry into its type and payload. An unknown
+// type with cmdIgnorable set decodes to a nil payload and no error: the
+// caller skips it. Any other unknown type or undecodable payload is an
+// error; Apply panics on it.
+func decodeCommand(b []byte) (cmdType, any, error) {
+	if len(b) == 0 {
+		return 0, nil, fmt.Errorf("%w: empty entry", rpc.ErrDecode)
+	}
+	t := cmdType(b[0])
+	p := newPayload(t)
+	if p == nil {
+		if t&cmdIgnorable != 0 {
+			return t, nil, nil
+		}
+		return t, nil, fmt.Errorf("%w %d", errUnknownCommand, t)
+	}
+	if err := rpc.Unmarshal(b[1:], p); err != nil {
+		return t, nil, fmt.Errorf("decode command %d: %w", t, err)
+	}
+	return t, p, nil
+}

@@ -1,0 +1,136 @@
+package mds
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/layout"
+)
+
+// Config configures a metadata server. The zero value of a field means its
+// default (DefaultConfig), except Dir and Secret which are required.
+type Config struct {
+	ID                string        // raft server id; default "mds1"
+	Listen            string        // RPC address, e.g. "127.0.0.1:7000" or "127.0.0.1:0"
+	RaftAddr          string        // raft TCP bind/advertise, e.g. "127.0.0.1:7100" or "127.0.0.1:0"
+	Dir               string        // raft log (raft-wal), stable store, snapshots; required
+	Secret            []byte        // cluster secret (capability.SecretSize); required
+	DefaultLayout     string        // cluster default, "width=4,unit=1M,scheme=none"
+	CapabilityTTL     time.Duration // default 10m
+	HeartbeatInterval time.Duration // told to DSes; default 1s
+	HeartbeatTimeout  time.Duration // a DS not heard from for this long is down; default 5s
+	RaftTimeout       time.Duration // raft heartbeat/election/lease timeouts; default 500ms; tests use ~50ms
+	SnapshotThreshold uint64        // raft snapshot threshold; default 8192
+}
+
+// builtinPolicy fills whatever DefaultLayout leaves unset.
+func builtinPolicy() layout.Policy {
+	return layout.Policy{Width: 4, Unit: 1 << 20, Scheme: layout.Scheme{Kind: layout.KindNone}, HasScheme: true}
+}
+
+// DefaultConfig returns a Config with every default set; Dir and Secret
+// are still to be filled in.
+func DefaultConfig() Config {
+	return Config{
+		ID:                "mds1",
+		Listen:            "127.0.0.1:7000",
+		RaftAddr:          "127.0.0.1:7100",
+		DefaultLayout:     builtinPolicy().String(),
+		CapabilityTTL:     10 * time.Minute,
+		HeartbeatInterval: time.Second,
+		HeartbeatTimeout:  5 * time.Second,
+		RaftTimeout:       500 * time.Millisecond,
+		SnapshotThreshold: 8192,
+	}
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.ID == "" {
+		c.ID = d.ID
+	}
+	if c.Listen == "" {
+		c.Listen = d.Listen
+	}
+	if c.RaftAddr == "" {
+		c.RaftAddr = d.RaftAddr
+	}
+	if c.DefaultLayout == "" {
+		c.DefaultLayout = d.DefaultLayout
+	}
+	if c.CapabilityTTL == 0 {
+		c.CapabilityTTL = d.CapabilityTTL
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = d.HeartbeatInterval
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = d.HeartbeatTimeout
+	}
+	if c.RaftTimeout == 0 {
+		c.RaftTimeout = d.RaftTimeout
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = d.SnapshotThreshold
+	}
+	return c
+}
+
+// Validate checks the config after defaults are applied: the required
+// fields are set, the default layout parses with a supported scheme, and
+// the durations are usable.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.Dir == "" {
+		return fmt.Errorf("%w: dir is required", ErrConfig)
+	}
+	if len(c.Secret) != capability.SecretSize {
+		return fmt.Errorf("%w: secret must be %d bytes, got %d", ErrConfig, capability.SecretSize, len(c.Secret))
+	}
+	if _, err := defaultPolicy(c.DefaultLayout); err != nil {
+		return fmt.Errorf("%w: default layout: %w", ErrConfig, err)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"capability ttl", c.CapabilityTTL},
+		{"heartbeat interval", c.HeartbeatInterval},
+		{"heartbeat timeout", c.HeartbeatTimeout},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("%w: %s %v is negative", ErrConfig, d.name, d.v)
+		}
+	}
+	if c.HeartbeatTimeout < c.HeartbeatInterval {
+		return fmt.Errorf("%w: heartbeat timeout %v is shorter than the interval %v", ErrConfig, c.HeartbeatTimeout, c.HeartbeatInterval)
+	}
+	if c.RaftTimeout < 5*time.Millisecond {
+		return fmt.Errorf("%w: raft timeout %v is below 5ms", ErrConfig, c.RaftTimeout)
+	}
+	return nil
+}
+
+// defaultPolicy parses the cluster default layout and completes it from the
+// built-in default, so that it sets width, unit and scheme.
+func defaultPolicy(s string) (layout.Policy, error) {
+	p, err := layout.Parse(s)
+	if err != nil {
+		return layout.Policy{}, err
+	}
+	p = p.Inherit(builtinPolicy())
+	if err := supported(p); err != nil {
+		return layout.Policy{}, err
+	}
+	return p, nil
+}
+
+// supported refuses the redundancy schemes the data path does not have yet.
+func supported(p layout.Policy) error {
+	if p.HasScheme && p.Scheme.Kind != layout.KindNone {
+		return fmt.Errorf("scheme %s is not supported yet", p.Scheme)
+	}
+	return nil
+}

@@ -1,0 +1,46 @@
+package mds
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+)
+
+// Sentinel errors of the metadata server.
+var (
+	// ErrConfig is wrapped by every Config.Validate error.
+	ErrConfig = errors.New("mds: invalid config")
+	// ErrNotLeader is returned by a change sent to a node that is not the
+	// raft leader.
+	ErrNotLeader = errors.New("mds: not leader")
+	// ErrClosed is returned by calls on a closed or never started Server.
+	ErrClosed = errors.New("mds: server closed")
+	// ErrSnapshot is wrapped by errors reading a snapshot.
+	ErrSnapshot = errors.New("mds: bad snapshot")
+)
+
+// errf builds the wire error of a failed namespace operation: a POSIX errno
+// and a one-line message naming the thing, printable by a CLI.
+func errf(errno syscall.Errno, format string, args ...any) *rpc.Error {
+	return rpc.Errorf(errno, fmt.Sprintf(format, args...))
+}
+
+// raftError translates a failure of raft.Apply or Barrier into a wire
+// error: EAGAIN when this node cannot take changes now (not the leader,
+// shutting down) so that a client retries elsewhere or later.
+func raftError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return rpc.Errorf(syscall.EAGAIN, fmt.Sprintf("%v: %v", ErrNotLeader, err))
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return rpc.Errorf(syscall.EAGAIN, fmt.Sprintf("%v: %v", ErrClosed, err))
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return rpc.Errorf(syscall.EAGAIN, fmt.Sprintf("mds: raft busy: %v", err))
+	}
+	return fmt.Errorf("mds: raft apply: %w", err)
+}

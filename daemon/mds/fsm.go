@@ -1,0 +1,181 @@
+package mds
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// fsm is the metadata server's raft state machine. Its contract, as
+// hashicorp/raft's fsm.go states it:
+//
+//   - Apply (and ApplyBatch) is called once an entry is committed, on every
+//     replica, in log order, from raft's single FSM goroutine. It must be
+//     deterministic: it reads nothing but the command and the current
+//     state — no clock, no randomness, no soft state. The leader puts the
+//     time and the placement into the command before raft.Apply. Apply
+//     validates the command against the state (so two racing creates of
+//     one name cannot both succeed) and returns a result whose err is the
+//     refusal the caller reports; a refused command changes nothing.
+//   - A command that does not decode panics: a replica that skipped an
+//     entry it should have applied would diverge silently. A command of an
+//     unknown type with the cmdIgnorable bit is skipped.
+//   - Snapshot is called from the same goroutine as Apply, so no Apply runs
+//     during it. It captures cheaply — shallow copies of the maps, the
+//     inodes themselves are copy-on-write (state.w) — and the returned
+//     FSMSnapshot's Persist does all the encoding and I/O, concurrently
+//     with later Applies. Release drops the captured view.
+//   - Restore replaces all state with a snapshot's; raft calls it with no
+//     Apply running. Readers (handlers) are excluded by mu while the state
+//     is swapped.
+//
+// Reads from handlers take mu.RLock; Apply takes mu.Lock once per batch
+// and never blocks on anything else while holding it.
+type fsm struct {
+	mu sync.RWMutex
+	st *state
+
+	// orphaned receives a token (never blocking) when Apply or Restore
+	// leaves orphans to collect; the GC loop drains it.
+	orphaned chan struct{}
+}
+
+var (
+	_ raft.BatchingFSM = (*fsm)(nil)
+	_ raft.FSMSnapshot = (*fsmSnapshot)(nil)
+)
+
+func newFSM() *fsm {
+	return &fsm{st: newState(), orphaned: make(chan struct{}, 1)}
+}
+
+// Apply applies one committed log entry.
+func (f *fsm) Apply(l *raft.Log) any {
+	f.mu.Lock()
+	n := len(f.st.orphans)
+	r := f.applyLocked(l)
+	more := len(f.st.orphans) > n
+	f.mu.Unlock()
+	if more {
+		f.kick()
+	}
+	return r
+}
+
+// ApplyBatch applies committed entries in order under one lock.
+func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	f.mu.Lock()
+	n := len(f.st.orphans)
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			out[i] = f.applyLocked(l)
+		}
+	}
+	more := len(f.st.orphans) > n
+	f.mu.Unlock()
+	if more {
+		f.kick()
+	}
+	return out
+}
+
+func (f *fsm) kick() {
+	select {
+	case f.orphaned <- struct{}{}:
+	default:
+	}
+}
+
+// applyLocked decodes and applies one command; f.mu is held.
+func (f *fsm) applyLocked(l *raft.Log) any {
+	t, p, err := decodeCommand(l.Data)
+	if err != nil {
+		panic(fmt.Sprintf("mds: raft log entry %d does not decode, refusing to diverge: %v", l.Index, err))
+	}
+	if p == nil {
+		return nil // an ignorable command of a newer version
+	}
+	return f.st.apply(t, p)
+}
+
+// apply dispatches a decoded command.
+func (st *state) apply(t cmdType, p any) result {
+	switch t {
+	case cmdInit:
+		return st.applyInit(p.(*initCmd))
+	case cmdCreate:
+		return st.applyCreate(p.(*createCmd))
+	case cmdMkdir:
+		return st.applyMkdir(p.(*mkdirCmd))
+	case cmdSymlink:
+		return st.applySymlink(p.(*symlinkCmd))
+	case cmdLink:
+		return st.applyLink(p.(*linkCmd))
+	case cmdUnlink:
+		return st.applyUnlink(p.(*entryCmd))
+	case cmdRmdir:
+		return st.applyRmdir(p.(*entryCmd))
+	case cmdRename:
+		return st.applyRename(p.(*renameCmd))
+	case cmdSetattr:
+		return st.applySetattr(p.(*setattrCmd))
+	case cmdSetXattr:
+		return st.applySetXattr(p.(*xattrCmd))
+	case cmdRemoveXattr:
+		return st.applyRemoveXattr(p.(*xattrCmd))
+	case cmdRelayout:
+		return st.applyRelayout(p.(*relayoutCmd))
+	case cmdCommit:
+		return st.applyCommit(p.(*commitCmd))
+	case cmdRegisterDS:
+		return st.applyRegister(p.(*registerCmd))
+	case cmdPurge:
+		return st.applyPurge(p.(*purgeCmd))
+	}
+	panic(fmt.Sprintf("mds: command type %d has a payload but no apply", t))
+}
+
+// Snapshot captures the state for Persist.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.Lock()
+	v := f.st.capture()
+	f.mu.Unlock()
+	return &fsmSnapshot{view: v}, nil
+}
+
+// Restore replaces the state with the snapshot read from rc.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	st, err := readSnapshot(rc)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.st = st
+	more := len(st.orphans) > 0
+	f.mu.Unlock()
+	if more {
+		f.kick()
+	}
+	return nil
+}
+
+// fsmSnapshot is a captured view, written out by Persist.
+type fsmSnapshot struct {
+	view snapshotView
+}
+
+// Persist encodes the view to sink.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := writeSnapshot(sink, s.view); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+// Release drops the view.
+func (s *fsmSnapshot) Release() { s.view = snapshotView{} }

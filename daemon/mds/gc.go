@@ -1,0 +1,162 @@
+package mds
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+)
+
+// Collection of orphaned data. When a file's last link goes, or an empty
+// file gets a new layout, the FSM moves the old layout to its orphan queue
+// (durable: it is FSM state). The leader's GC loop removes each column's
+// component from its data server with rpc.DRemove under an admin token,
+// then applies a purgeCmd for the orphans that are gone everywhere. A data
+// server that is down keeps its orphans queued until it is up again; a
+// call that fails is retried with exponential backoff.
+const (
+	gcBatch       = 256              // orphans looked at per round
+	gcParallel    = 8                // DRemove calls in flight
+	gcCallTimeout = 10 * time.Second // per DRemove
+	gcMinBackoff  = 100 * time.Millisecond
+	gcMaxBackoff  = 30 * time.Second
+)
+
+// gcRetry is when an orphan whose removal failed may be tried again.
+type gcRetry struct {
+	next    time.Time
+	backoff time.Duration
+}
+
+// kickGC wakes the GC loop without blocking.
+func (s *Server) kickGC() { s.fsm.kick() }
+
+// runGC is the GC loop, owned by the Server: it runs until ctx is done.
+// It does work only while this node is the raft leader.
+func (s *Server) runGC(ctx context.Context) {
+	defer s.wg.Done()
+	retry := map[orphanKey]gcRetry{}
+	tick := time.NewTicker(s.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.fsm.orphaned:
+		case <-tick.C:
+		}
+		if s.node.raft.State() != raft.Leader {
+			continue
+		}
+		if s.gcRound(ctx, retry) {
+			s.fsm.kick() // a full batch: there may be more
+		}
+	}
+}
+
+// gcRound tries to remove up to gcBatch orphans and purges those removed
+// everywhere. It reports whether it found a full batch to try.
+func (s *Server) gcRound(ctx context.Context, retry map[orphanKey]gcRetry) bool {
+	now := s.clock()
+	s.fsm.mu.RLock()
+	var todo []orphan
+	for k, o := range s.fsm.st.orphans {
+		if r, ok := retry[k]; ok && now.Before(r.next) {
+			continue
+		}
+		todo = append(todo, o)
+		if len(todo) == gcBatch {
+			break
+		}
+	}
+	for k := range retry {
+		if _, ok := s.fsm.st.orphans[k]; !ok {
+			delete(retry, k) // purged, or gone with a restored snapshot
+		}
+	}
+	s.fsm.mu.RUnlock()
+	if len(todo) == 0 {
+		return false
+	}
+	slices.SortFunc(todo, func(a, b orphan) int {
+		return cmp.Or(cmp.Compare(a.Ino, b.Ino), cmp.Compare(a.Layout.Generation, b.Layout.Generation))
+	})
+
+	type outcome struct {
+		done   bool // every component removed
+		failed bool // a call failed: back off
+	}
+	res := make([]outcome, len(todo))
+	sem := make(chan struct{}, gcParallel)
+	var wg sync.WaitGroup
+	for i := range todo {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res[i].done, res[i].failed = s.removeOrphan(ctx, todo[i])
+		}()
+	}
+	wg.Wait()
+
+	var purged []orphanKey
+	for i, o := range todo {
+		k := orphanKey{Ino: o.Ino, Gen: o.Layout.Generation}
+		switch {
+		case res[i].done:
+			purged = append(purged, k)
+		case res[i].failed:
+			r := retry[k]
+			r.backoff = min(max(2*r.backoff, gcMinBackoff), gcMaxBackoff)
+			r.next = now.Add(r.backoff)
+			retry[k] = r
+		}
+	}
+	if len(purged) > 0 {
+		if _, err := s.apply(cmdPurge, &purgeCmd{Orphans: purged}); err != nil {
+			s.log.Warn("gc_purge_failed", "orphans", len(purged), "err", err)
+			return false
+		}
+		for _, k := range purged {
+			delete(retry, k)
+		}
+	}
+	return len(todo) == gcBatch
+}
+
+// removeOrphan removes every component of an orphaned layout. done reports
+// that all are gone; failed that a call to an up data server failed.
+// Components on data servers that are down are left for a later round.
+func (s *Server) removeOrphan(ctx context.Context, o orphan) (done, failed bool) {
+	done = true
+	for col, id := range o.Layout.Targets {
+		if !s.reg.up(id) {
+			done = false
+			continue
+		}
+		s.fsm.mu.RLock()
+		addr := s.fsm.st.ds[id].Addr
+		s.fsm.mu.RUnlock()
+		req := &rpc.DSReq{
+			Cap: s.adminToken(o.Ino, o.Layout.Generation),
+			ID:  rpc.ComponentID{Ino: o.Ino, Gen: o.Layout.Generation, Col: uint32(col)},
+		}
+		cctx, cancel := context.WithTimeout(ctx, gcCallTimeout)
+		err := s.dsc.Call(cctx, addr, rpc.DRemove, req, &rpc.DSResp{})
+		cancel()
+		if err != nil && !errors.Is(err, syscall.ENOENT) {
+			if ctx.Err() == nil {
+				s.log.Warn("gc_remove_failed", "inode", o.Ino, "gen", o.Layout.Generation, "col", col, "ds_id", id, "ds_addr", addr, "err", err)
+			}
+			done, failed = false, true
+		}
+	}
+	return done, failed
+}

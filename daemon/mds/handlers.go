@@ -1,0 +1,461 @@
+package mds
+
+import (
+	"context"
+	"strings"
+	"syscall"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/layout"
+)
+
+// Reads are served from the local FSM under its read lock, never through
+// raft. With a single voter a stale read is impossible: the FSM is the
+// leader's, and every acknowledged change is applied before its reply.
+// Once there are several MDS replicas (the HA issue), a follower's FSM may
+// lag the leader's. Per endpoint:
+//
+//   - lookup, getattr, walk, readdir, readlink, getxattr, listxattr:
+//     a stale read is allowed on a follower (NFS attribute-cache
+//     semantics); close-to-open is kept by layoutget.
+//   - layoutget: must be served by the leader (close-to-open: the fresh
+//     size and the current generation) — a follower must redirect or use
+//     VerifyLeader/Barrier first.
+//   - statfs: stale allowed, but the capacity part is leader soft state, so
+//     it is only meaningful on the leader.
+//   - cluster: describes the node that answers; any node.
+//
+// Every change goes through raft.Apply, which fails with EAGAIN on a node
+// that is not the leader.
+
+// register serves every MDS method on m.
+func (s *Server) register(m *rpc.Mux) {
+	handle(s, m, rpc.MLookup, s.lookup)
+	handle(s, m, rpc.MWalk, s.walk)
+	handle(s, m, rpc.MGetattr, s.getattr)
+	handle(s, m, rpc.MSetattr, s.setattr)
+	handle(s, m, rpc.MCreate, s.create)
+	handle(s, m, rpc.MMkdir, s.mkdir)
+	handle(s, m, rpc.MSymlink, s.symlink)
+	handle(s, m, rpc.MReadlink, s.readlink)
+	handle(s, m, rpc.MLink, s.link)
+	handle(s, m, rpc.MUnlink, s.unlink)
+	handle(s, m, rpc.MRmdir, s.rmdir)
+	handle(s, m, rpc.MRename, s.rename)
+	handle(s, m, rpc.MReaddir, s.readdir)
+	handle(s, m, rpc.MSetXattr, s.setXattr)
+	handle(s, m, rpc.MGetXattr, s.getXattr)
+	handle(s, m, rpc.MListXattr, s.listXattr)
+	handle(s, m, rpc.MRemoveXattr, s.removeXattr)
+	handle(s, m, rpc.MStatFS, s.statFS)
+	handle(s, m, rpc.MLayoutGet, s.layoutGet)
+	handle(s, m, rpc.MLayoutCommit, s.layoutCommit)
+	handle(s, m, rpc.MLayoutReturn, s.layoutReturn)
+	handle(s, m, rpc.MHeartbeat, s.heartbeat)
+	handle(s, m, rpc.MCluster, s.cluster)
+}
+
+// handle registers fn for method and counts its calls and failures.
+func handle[Req, Resp any](s *Server, m *rpc.Mux, method string, fn func(context.Context, *Req) (*Resp, error)) {
+	c := s.met.op(strings.TrimPrefix(method, "mds."))
+	rpc.Handle(m, method, func(ctx context.Context, r *Req) (*Resp, error) {
+		resp, err := fn(ctx, r)
+		c.total.Add(1)
+		if err != nil {
+			c.errors.Add(1)
+		}
+		return resp, err
+	})
+}
+
+// apply runs a command through raft and returns the FSM's result.
+func (s *Server) apply(t cmdType, payload any) (result, error) {
+	f := s.node.raft.Apply(encodeCommand(t, payload), applyTimeout)
+	if err := f.Error(); err != nil {
+		return result{}, raftError(err)
+	}
+	r, _ := f.Response().(result)
+	return r, r.err
+}
+
+func (s *Server) now() int64 { return s.clock().UnixNano() }
+
+func (s *Server) lookup(_ context.Context, r *rpc.EntryReq) (*rpc.AttrResp, error) {
+	if err := checkName(r.Name); err != nil {
+		return nil, err
+	}
+	s.fsm.mu.RLock()
+	n, err := s.fsm.st.child(r.Parent, r.Name)
+	var a rpc.Attr
+	if err == nil {
+		a = n.attr()
+	}
+	s.fsm.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.AttrResp{Attr: a}, nil
+}
+
+func (s *Server) walk(_ context.Context, r *rpc.WalkReq) (*rpc.AttrResp, error) {
+	s.fsm.mu.RLock()
+	n, err := s.fsm.st.walk(r.Path, r.Follow)
+	var a rpc.Attr
+	if err == nil {
+		a = n.attr()
+	}
+	s.fsm.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.AttrResp{Attr: a}, nil
+}
+
+func (s *Server) getattr(_ context.Context, r *rpc.InoReq) (*rpc.AttrResp, error) {
+	s.fsm.mu.RLock()
+	n, err := s.fsm.st.node(r.Ino)
+	var a rpc.Attr
+	if err == nil {
+		a = n.attr()
+	}
+	s.fsm.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.AttrResp{Attr: a}, nil
+}
+
+func (s *Server) setattr(_ context.Context, r *rpc.SetattrReq) (*rpc.AttrResp, error) {
+	res, err := s.apply(cmdSetattr, &setattrCmd{Req: *r, Now: s.now()})
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.AttrResp{Attr: res.attr}, nil
+}
+
+func (s *Server) create(_ context.Context, r *rpc.CreateReq) (*rpc.CreateResp, error) {
+	if err := checkName(r.Name); err != nil {
+		return nil, err
+	}
+	var own layout.Policy
+	if r.Layout != "" {
+		p, err := layout.Parse(r.Layout)
+		if err != nil {
+			return nil, errf(syscall.EINVAL, "create %q: %v", r.Name, err)
+		}
+		if err := supported(p); err != nil {
+			return nil, errf(syscall.EOPNOTSUPP, "create %q: %v", r.Name, err)
+		}
+		own = p
+	}
+	s.fsm.mu.RLock()
+	st := s.fsm.st
+	d, err := st.dir(r.Parent)
+	if err != nil {
+		s.fsm.mu.RUnlock()
+		return nil, err
+	}
+	if ino, ok := d.Entries[r.Name]; ok && !r.Exclusive {
+		if n := st.get(ino); n.isFile() {
+			a := n.attr()
+			s.fsm.mu.RUnlock()
+			return &rpc.CreateResp{Attr: a}, nil // open of an existing file: no raft
+		}
+	}
+	inherited, widthSet := st.policy(r.Parent, s.def)
+	s.fsm.mu.RUnlock()
+
+	p := own.Inherit(inherited)
+	if err := supported(p); err != nil {
+		return nil, errf(syscall.EOPNOTSUPP, "create %q: %v", r.Name, err)
+	}
+	lay, err := s.reg.place(p, widthSet || own.Width != 0, "create "+quote(r.Name))
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.apply(cmdCreate, &createCmd{
+		Parent:    r.Parent,
+		Name:      r.Name,
+		Mode:      r.Mode,
+		Uid:       r.Cred.Uid,
+		Gid:       r.Cred.Gid,
+		Exclusive: r.Exclusive,
+		Layout:    lay,
+		Now:       s.now(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.CreateResp{Attr: res.attr, Created: res.created}, nil
+}
+
+func (s *Server) mkdir(_ context.Context, r *rpc.MkdirReq) (*rpc.AttrResp, error) {
+	if err := checkName(r.Name); err != nil {
+		return nil, err
+	}
+	res, err := s.apply(cmdMkdir, &mkdirCmd{Parent: r.Parent, Name: r.Name, Mode: r.Mode, Uid: r.Cred.Uid, Gid: r.Cred.Gid, Now: s.now()})
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.AttrResp{Attr: res.attr}, nil
+}
+
+func (s *Server) symlink(_ context.Context, r *rpc.SymlinkReq) (*rpc.AttrResp, error) {
+	if err := checkName(r.Name); err != nil {
+		return nil, err
+	}
+	res, err := s.apply(cmdSymlink, &symlinkCmd{Parent: r.Parent, Name: r.Name, Target: r.Target, Uid: r.Cred.Uid, Gid: r.Cred.Gid, Now: s.now()})
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.AttrResp{Attr: res.attr}, nil
+}
+
+func (s *Server) readlink(_ context.Context, r *rpc.InoReq) (*rpc.ReadlinkResp, error) {
+	s.fsm.mu.RLock()
+	defer s.fsm.mu.RUnlock()
+	n, err := s.fsm.st.node(r.Ino)
+	if err != nil {
+		return nil, err
+	}
+	if !n.isSymlink() {
+		return nil, errf(syscall.EINVAL, "inode %d is not a symbolic link", r.Ino)
+	}
+	return &rpc.ReadlinkResp{Target: n.Target}, nil
+}
+
+func (s *Server) link(_ context.Context, r *rpc.LinkReq) (*rpc.AttrResp, error) {
+	if err := checkName(r.NewName); err != nil {
+		return nil, err
+	}
+	res, err := s.apply(cmdLink, &linkCmd{Ino: r.Ino, NewParent: r.NewParent, NewName: r.NewName, Now: s.now()})
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.AttrResp{Attr: res.attr}, nil
+}
+
+func (s *Server) unlink(_ context.Context, r *rpc.EntryReq) (*rpc.Empty, error) {
+	if err := checkName(r.Name); err != nil {
+		return nil, err
+	}
+	if _, err := s.apply(cmdUnlink, &entryCmd{Parent: r.Parent, Name: r.Name, Now: s.now()}); err != nil {
+		return nil, err
+	}
+	return &rpc.Empty{}, nil
+}
+
+func (s *Server) rmdir(_ context.Context, r *rpc.EntryReq) (*rpc.Empty, error) {
+	if err := checkName(r.Name); err != nil {
+		return nil, err
+	}
+	if _, err := s.apply(cmdRmdir, &entryCmd{Parent: r.Parent, Name: r.Name, Now: s.now()}); err != nil {
+		return nil, err
+	}
+	return &rpc.Empty{}, nil
+}
+
+func (s *Server) rename(_ context.Context, r *rpc.RenameReq) (*rpc.Empty, error) {
+	for _, name := range []string{r.OldName, r.NewName} {
+		if err := checkName(name); err != nil {
+			return nil, err
+		}
+	}
+	c := &renameCmd{OldParent: r.OldParent, OldName: r.OldName, NewParent: r.NewParent, NewName: r.NewName, Flags: r.Flags, Now: s.now()}
+	if _, err := s.apply(cmdRename, c); err != nil {
+		return nil, err
+	}
+	return &rpc.Empty{}, nil
+}
+
+func (s *Server) readdir(_ context.Context, r *rpc.ReaddirReq) (*rpc.ReaddirResp, error) {
+	s.fsm.mu.RLock()
+	ents, more, err := s.fsm.st.readdir(r.Ino, r.After, r.Limit)
+	s.fsm.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.ReaddirResp{Entries: ents, More: more}, nil
+}
+
+func (s *Server) setXattr(_ context.Context, r *rpc.XattrReq) (*rpc.Empty, error) {
+	if err := checkXattr(r.Name, r.Value); err != nil {
+		return nil, err
+	}
+	if r.Name == rpc.LayoutXattr {
+		s.fsm.mu.RLock()
+		n, err := s.fsm.st.node(r.Ino)
+		var file bool
+		var size uint64
+		var cur layout.Layout
+		if err == nil {
+			file, size, cur = n.isFile(), n.Size, n.Layout
+		}
+		s.fsm.mu.RUnlock()
+		if err != nil {
+			return nil, err
+		}
+		if file {
+			return s.relayout(r, size, cur)
+		}
+	}
+	c := &xattrCmd{Ino: r.Ino, Name: r.Name, Value: r.Value, Flags: r.Flags, Now: s.now()}
+	if _, err := s.apply(cmdSetXattr, c); err != nil {
+		return nil, err
+	}
+	return &rpc.Empty{}, nil
+}
+
+// relayout sets the layout xattr of a file: allowed while it is empty, it
+// places the file anew under the given policy (unset fields keep the
+// current layout's) and bumps its generation.
+func (s *Server) relayout(r *rpc.XattrReq, size uint64, cur layout.Layout) (*rpc.Empty, error) {
+	what := "inode " + uitoa(r.Ino)
+	p, err := layout.Parse(string(r.Value))
+	if err != nil {
+		return nil, errf(syscall.EINVAL, "%s on %s: %v", r.Name, what, err)
+	}
+	if p.IsZero() {
+		return nil, errf(syscall.EINVAL, "%s on %s: a file's layout cannot be empty", r.Name, what)
+	}
+	if err := supported(p); err != nil {
+		return nil, errf(syscall.EOPNOTSUPP, "%s on %s: %v", r.Name, what, err)
+	}
+	if r.Flags&rpc.XattrCreate != 0 {
+		return nil, errf(syscall.EEXIST, "%s on %s: a file always has a layout", r.Name, what)
+	}
+	if size > 0 {
+		return nil, errf(syscall.EEXIST, "cannot change the layout of a file that has data (size %d)", size)
+	}
+	lay, err := s.reg.place(p.Inherit(cur.Policy()), p.Width != 0, "layout of "+what)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.apply(cmdRelayout, &relayoutCmd{Ino: r.Ino, Layout: lay, Now: s.now()}); err != nil {
+		return nil, err
+	}
+	return &rpc.Empty{}, nil
+}
+
+func (s *Server) getXattr(_ context.Context, r *rpc.XattrReq) (*rpc.XattrResp, error) {
+	s.fsm.mu.RLock()
+	v, err := s.fsm.st.getXattr(r.Ino, r.Name, s.def)
+	s.fsm.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.XattrResp{Value: v}, nil
+}
+
+func (s *Server) listXattr(_ context.Context, r *rpc.XattrReq) (*rpc.ListXattrResp, error) {
+	s.fsm.mu.RLock()
+	names, err := s.fsm.st.listXattr(r.Ino)
+	s.fsm.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.ListXattrResp{Names: names}, nil
+}
+
+func (s *Server) removeXattr(_ context.Context, r *rpc.XattrReq) (*rpc.Empty, error) {
+	if err := checkXattr(r.Name, nil); err != nil {
+		return nil, err
+	}
+	if _, err := s.apply(cmdRemoveXattr, &xattrCmd{Ino: r.Ino, Name: r.Name, Now: s.now()}); err != nil {
+		return nil, err
+	}
+	return &rpc.Empty{}, nil
+}
+
+func (s *Server) statFS(_ context.Context, _ *rpc.Empty) (*rpc.StatFSResp, error) {
+	capacity, free, up := s.reg.totals()
+	s.fsm.mu.RLock()
+	files, total := len(s.fsm.st.inodes), len(s.fsm.st.ds)
+	s.fsm.mu.RUnlock()
+	return &rpc.StatFSResp{Capacity: capacity, Free: free, Files: uint64(files), DSUp: uint32(up), DSTotal: uint32(total)}, nil
+}
+
+func (s *Server) layoutGet(_ context.Context, r *rpc.LayoutGetReq) (*rpc.LayoutGetResp, error) {
+	s.fsm.mu.RLock()
+	n, err := s.fsm.st.node(r.Ino)
+	if err != nil {
+		s.fsm.mu.RUnlock()
+		return nil, err
+	}
+	switch {
+	case n.isDir():
+		s.fsm.mu.RUnlock()
+		return nil, errf(syscall.EISDIR, "inode %d is a directory: it has no layout", r.Ino)
+	case !n.isFile():
+		s.fsm.mu.RUnlock()
+		return nil, errf(syscall.EINVAL, "inode %d is not a regular file: it has no layout", r.Ino)
+	}
+	resp := &rpc.LayoutGetResp{
+		Attr: n.attr(),
+		Layout: rpc.Layout{
+			Spec:       n.Layout.String(),
+			Generation: n.Layout.Generation,
+			Targets:    n.Layout.Targets,
+			Addrs:      make([]string, len(n.Layout.Targets)),
+		},
+	}
+	for i, id := range n.Layout.Targets {
+		resp.Layout.Addrs[i] = s.fsm.st.ds[id].Addr
+	}
+	s.fsm.mu.RUnlock()
+	resp.Cap = s.grant(r.Ino, resp.Layout.Generation, r.Write)
+	return resp, nil
+}
+
+func (s *Server) layoutCommit(_ context.Context, r *rpc.LayoutCommitReq) (*rpc.AttrResp, error) {
+	s.fsm.mu.RLock()
+	n, err := s.fsm.st.node(r.Ino)
+	var a rpc.Attr
+	var file bool
+	if err == nil {
+		a, file = n.attr(), n.isFile()
+	}
+	s.fsm.mu.RUnlock()
+	switch {
+	case err != nil:
+		return nil, err
+	case !file:
+		return nil, errf(syscall.EINVAL, "inode %d is not a regular file", r.Ino)
+	case r.Gen != a.Gen, r.End <= a.Size && r.Mtime == a.Mtime:
+		return &rpc.AttrResp{Attr: a}, nil // stale generation, or nothing new: no raft
+	}
+	res, err := s.apply(cmdCommit, &commitCmd{Ino: r.Ino, Gen: r.Gen, End: r.End, Mtime: r.Mtime, Now: s.now()})
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.AttrResp{Attr: res.attr}, nil
+}
+
+// layoutReturn accepts a returned layout. Layouts are not tracked yet
+// (no recall), so there is nothing to release.
+func (s *Server) layoutReturn(_ context.Context, _ *rpc.InoReq) (*rpc.Empty, error) {
+	return &rpc.Empty{}, nil
+}
+
+func (s *Server) heartbeat(_ context.Context, r *rpc.HeartbeatReq) (*rpc.HeartbeatResp, error) {
+	if r.ID == "" || r.Addr == "" {
+		return nil, errf(syscall.EINVAL, "heartbeat needs an id and an address (id %q, addr %q)", r.ID, r.Addr)
+	}
+	s.fsm.mu.RLock()
+	rec, ok := s.fsm.st.ds[r.ID]
+	s.fsm.mu.RUnlock()
+	if !ok || rec.Addr != r.Addr || rec.Node != r.Node {
+		if _, err := s.apply(cmdRegisterDS, &registerCmd{ID: r.ID, Addr: r.Addr, Node: r.Node}); err != nil {
+			return nil, err
+		}
+		s.log.Info("ds_registered", "ds_id", r.ID, "ds_addr", r.Addr, "node", r.Node)
+	}
+	if s.reg.beat(r) {
+		s.kickGC() // its orphans can be collected now
+	}
+	return &rpc.HeartbeatResp{IntervalMs: uint32(s.cfg.HeartbeatInterval.Milliseconds())}, nil
+}
+
+func (s *Server) cluster(ctx context.Context, _ *rpc.Empty) (*rpc.ClusterResp, error) {
+	return s.Cluster(ctx)
+}

@@ -1,0 +1,132 @@
+package mds
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+)
+
+// raftOptions are what openRaft needs; the MDS and the raw-raft benchmark
+// baseline share them so that they measure the same log store and tuning.
+type raftOptions struct {
+	ID                string
+	Addr              string
+	Dir               string
+	Timeout           time.Duration
+	SnapshotThreshold uint64
+	Log               hclog.Logger
+}
+
+// raftNode is a running raft with the stores it owns.
+type raftNode struct {
+	raft  *raft.Raft
+	wal   *wal.WAL
+	trans *raft.NetworkTransport
+}
+
+// raftConfig returns raft's tuning: every timeout from o.Timeout, batched
+// applies (BatchApplyCh with a BatchingFSM: one fsync and one FSM lock per
+// batch) and the snapshot threshold.
+func raftConfig(o raftOptions) *raft.Config {
+	c := raft.DefaultConfig()
+	c.LocalID = raft.ServerID(o.ID)
+	c.HeartbeatTimeout = o.Timeout
+	c.ElectionTimeout = o.Timeout
+	c.LeaderLeaseTimeout = o.Timeout
+	c.CommitTimeout = min(max(o.Timeout/10, time.Millisecond), 50*time.Millisecond)
+	c.BatchApplyCh = true
+	c.MaxAppendEntries = 512
+	c.SnapshotThreshold = o.SnapshotThreshold
+	c.TrailingLogs = max(o.SnapshotThreshold, 64)
+	c.NoLegacyTelemetry = true
+	c.Logger = o.Log
+	return c
+}
+
+// openRaft opens (or creates) raft-wal under o.Dir/wal as log and stable
+// store, file snapshots under o.Dir, a TCP transport on o.Addr, bootstraps
+// a single voter if there is no existing state, and starts raft.
+func openRaft(o raftOptions, f raft.FSM) (_ *raftNode, err error) {
+	c := raftConfig(o)
+	if err := raft.ValidateConfig(c); err != nil {
+		return nil, fmt.Errorf("raft config: %w", err)
+	}
+	walDir := filepath.Join(o.Dir, "wal")
+	if err := os.MkdirAll(walDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create raft dir: %w", err)
+	}
+	n := &raftNode{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, n.close())
+		}
+	}()
+	if n.wal, err = wal.Open(walDir, wal.WithLogger(o.Log.Named("wal"))); err != nil {
+		return n, fmt.Errorf("open raft log %s: %w", walDir, err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(o.Dir, 2, o.Log.Named("snapshot"))
+	if err != nil {
+		return n, fmt.Errorf("open snapshot store: %w", err)
+	}
+	if n.trans, err = raft.NewTCPTransportWithLogger(o.Addr, nil, 3, 10*time.Second, o.Log.Named("transport")); err != nil {
+		return n, fmt.Errorf("raft transport on %s: %w", o.Addr, err)
+	}
+	has, err := raft.HasExistingState(n.wal, n.wal, snaps)
+	if err != nil {
+		return n, fmt.Errorf("read raft state: %w", err)
+	}
+	if !has {
+		boot := raft.Configuration{Servers: []raft.Server{{
+			Suffrage: raft.Voter,
+			ID:       c.LocalID,
+			Address:  n.trans.LocalAddr(),
+		}}}
+		if err := raft.BootstrapCluster(c, n.wal, n.wal, snaps, n.trans, boot); err != nil {
+			return n, fmt.Errorf("bootstrap raft: %w", err)
+		}
+	}
+	if n.raft, err = raft.NewRaft(c, f, n.wal, n.wal, snaps, n.trans); err != nil {
+		return n, fmt.Errorf("start raft: %w", err)
+	}
+	return n, nil
+}
+
+// close shuts raft down and closes the transport and the log store.
+func (n *raftNode) close() error {
+	var errs []error
+	if n.raft != nil {
+		if err := n.raft.Shutdown().Error(); err != nil {
+			errs = append(errs, fmt.Errorf("shut down raft: %w", err))
+		}
+	}
+	if n.trans != nil {
+		if err := n.trans.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close raft transport: %w", err))
+		}
+	}
+	if n.wal != nil {
+		if err := n.wal.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close raft log: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// roleOf names a raft state for the admin API.
+func roleOf(s raft.RaftState) string {
+	switch s {
+	case raft.Leader:
+		return "leader"
+	case raft.Candidate:
+		return "candidate"
+	case raft.Shutdown:
+		return "shutdown"
+	}
+	return "follower"
+}

@@ -1,0 +1,100 @@
+package mds
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+)
+
+// registry is the soft state of the data servers, kept in the leader's
+// memory only: what each heartbeat reported and when it was heard. A data
+// server is up if heard from within the heartbeat timeout. The durable part
+// (id, address, node) is FSM state (dsRecord), changed through raft.
+//
+// After a restart or a change of leader every data server is down until
+// its next heartbeat, which is at most one interval away.
+type registry struct {
+	timeout time.Duration
+	clock   func() time.Time
+
+	mu  sync.Mutex
+	ds  map[string]*dsSoft
+	rnd *rand.Rand // placement randomness, under mu
+}
+
+// dsSoft is the last heartbeat of one data server.
+type dsSoft struct {
+	node     string
+	capacity uint64
+	free     uint64
+	load     float64
+	lastSeen time.Time
+}
+
+func newRegistry(timeout time.Duration, clock func() time.Time, seed uint64) *registry {
+	return &registry{
+		timeout: timeout,
+		clock:   clock,
+		ds:      map[string]*dsSoft{},
+		rnd:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+	}
+}
+
+// beat records a heartbeat; it reports whether the data server was down
+// (or unknown) before it.
+func (r *registry) beat(h *rpc.HeartbeatReq) (cameUp bool) {
+	now := r.clock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.ds[h.ID]
+	if d == nil {
+		d = &dsSoft{}
+		r.ds[h.ID] = d
+	}
+	cameUp = !r.isUp(d, now)
+	d.node, d.capacity, d.free, d.load, d.lastSeen = h.Node, h.Capacity, h.Free, h.Load, now
+	return cameUp
+}
+
+func (r *registry) isUp(d *dsSoft, now time.Time) bool {
+	return d != nil && !d.lastSeen.IsZero() && now.Sub(d.lastSeen) <= r.timeout
+}
+
+// up reports whether data server id is up.
+func (r *registry) up(id string) bool {
+	now := r.clock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.isUp(r.ds[id], now)
+}
+
+// info fills in the soft state of one registered data server.
+func (r *registry) info(rec dsRecord, now time.Time) rpc.DSInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	in := rpc.DSInfo{ID: rec.ID, Addr: rec.Addr, Node: rec.Node, State: "down"}
+	if d := r.ds[rec.ID]; d != nil {
+		in.Capacity, in.Free, in.Load, in.LastSeen = d.capacity, d.free, d.load, d.lastSeen.UnixNano()
+		if r.isUp(d, now) {
+			in.State = "up"
+		}
+	}
+	return in
+}
+
+// totals sums the capacity and free space of the data servers that are up.
+func (r *registry) totals() (capacity, free uint64, up int) {
+	now := r.clock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range r.ds {
+		if r.isUp(d, now) {
+			capacity += d.capacity
+			free += d.free
+			up++
+		}
+	}
+	return capacity, free, up
+}

@@ -1,0 +1,265 @@
+package mds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/layout"
+)
+
+// applyTimeout bounds how long a change waits to enter raft's queue.
+const applyTimeout = 10 * time.Second
+
+// Deps are the server's injectable dependencies.
+type Deps struct {
+	Log   *slog.Logger     // nil: discard
+	Clock func() time.Time // nil: time.Now
+}
+
+// Server is a metadata server. Create it with New, then Start; Close stops
+// it. Its methods are safe for concurrent use.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	clock func() time.Time
+	def   layout.Policy // the cluster default, complete
+	fsm   *fsm
+	reg   *registry
+	met   *metrics
+	dsc   *rpc.Client // calls to data servers (GC)
+	ready chan struct{}
+
+	mu        sync.Mutex // guards the lifecycle fields below
+	started   bool
+	closed    bool
+	startedAt time.Time
+	node      *raftNode
+	ln        net.Listener
+	srv       *rpc.Server
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup // serve loop, leader watch, GC loop
+}
+
+// New checks cfg and returns a Server that is not started yet.
+func New(cfg Config, deps Deps) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	def, err := defaultPolicy(cfg.DefaultLayout)
+	if err != nil {
+		return nil, fmt.Errorf("%w: default layout: %w", ErrConfig, err)
+	}
+	if deps.Log == nil {
+		deps.Log = slog.New(slog.DiscardHandler)
+	}
+	if deps.Clock == nil {
+		deps.Clock = time.Now
+	}
+	cfg.Secret = slices.Clone(cfg.Secret)
+	return &Server{
+		cfg:   cfg,
+		log:   deps.Log.With("component", "mds", "mds_id", cfg.ID),
+		clock: deps.Clock,
+		def:   def,
+		fsm:   newFSM(),
+		reg:   newRegistry(cfg.HeartbeatTimeout, deps.Clock, rand.Uint64()),
+		met:   &metrics{},
+		dsc:   rpc.NewClient(rpc.ClientConfig{Timeout: gcCallTimeout, MaxConnsPerHost: gcParallel}),
+		ready: make(chan struct{}),
+	}, nil
+}
+
+// Start opens raft (bootstrapping a single voter once, when Dir has no
+// raft state), listens on Config.Listen and serves. It returns once the
+// server is listening; Ready tells when it can take changes.
+func (s *Server) Start(ctx context.Context) (err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.closed {
+		return fmt.Errorf("mds: start: %w", ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("mds: start: %w", err)
+	}
+	node, err := openRaft(raftOptions{
+		ID:                s.cfg.ID,
+		Addr:              s.cfg.RaftAddr,
+		Dir:               s.cfg.Dir,
+		Timeout:           s.cfg.RaftTimeout,
+		SnapshotThreshold: s.cfg.SnapshotThreshold,
+		Log:               newHclog(s.log, "raft"),
+	}, s.fsm)
+	if err != nil {
+		return fmt.Errorf("mds: start: %w", err)
+	}
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return errors.Join(fmt.Errorf("mds: listen on %s: %w", s.cfg.Listen, err), node.close())
+	}
+	s.node, s.ln, s.started, s.startedAt = node, ln, true, s.clock()
+	mux := rpc.NewMux()
+	s.register(mux)
+	s.srv = rpc.NewServer(mux, s.log)
+	bg, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.wg.Add(3)
+	go s.serve(ln)
+	go s.watchLeader(bg)
+	go s.runGC(bg)
+	s.log.Info("mds_started", "rpc_addr", ln.Addr().String(), "raft_addr", string(node.trans.LocalAddr()), "dir", s.cfg.Dir)
+	return nil
+}
+
+func (s *Server) serve(ln net.Listener) {
+	defer s.wg.Done()
+	if err := s.srv.Serve(ln); err != nil {
+		s.log.Error("rpc_serve_failed", "err", err)
+	}
+}
+
+// watchLeader closes ready once this node is the leader and has applied
+// its whole log (a barrier), and stamps the root's times after bootstrap.
+func (s *Server) watchLeader(ctx context.Context) {
+	defer s.wg.Done()
+	r := s.node.raft
+	leaderCh := r.LeaderCh()
+	for {
+		for r.State() != raft.Leader {
+			select {
+			case <-ctx.Done():
+				return
+			case <-leaderCh:
+			}
+		}
+		if err := r.Barrier(0).Error(); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("raft_barrier_failed", "err", err)
+			continue
+		}
+		s.fsm.mu.RLock()
+		fresh := s.fsm.st.get(rpc.RootIno).Ctime == 0
+		s.fsm.mu.RUnlock()
+		if fresh {
+			if _, err := s.apply(cmdInit, &initCmd{Now: s.now()}); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				s.log.Warn("mds_init_failed", "err", err)
+				continue
+			}
+		}
+		s.log.Info("mds_ready", "term", r.CurrentTerm(), "applied_index", r.AppliedIndex())
+		close(s.ready)
+		return
+	}
+}
+
+// Ready is closed once this node is the leader and has applied its log.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Addr returns the address the RPC server listens on ("" before Start).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// raft returns the raft instance, nil before Start.
+func (s *Server) raft() *raft.Raft {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.node == nil {
+		return nil
+	}
+	return s.node.raft
+}
+
+// Close stops serving (calls in flight finish), stops the GC loop, shuts
+// raft down and closes its stores, and waits for every goroutine. Calling
+// it again does nothing.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if !s.started || s.closed {
+		s.closed = true
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+
+	var errs []error
+	if err := s.srv.Shutdown(); err != nil {
+		errs = append(errs, fmt.Errorf("mds: stop rpc server: %w", err))
+	}
+	s.cancel()
+	if err := s.node.close(); err != nil {
+		errs = append(errs, fmt.Errorf("mds: %w", err))
+	}
+	s.wg.Wait()
+	s.dsc.Close()
+	s.log.Info("mds_stopped")
+	return errors.Join(errs...)
+}
+
+// Cluster describes this node for the admin API: its raft role, term,
+// leader and applied index, the data servers with their state, the inode
+// count and the default layout.
+func (s *Server) Cluster(ctx context.Context) (*rpc.ClusterResp, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r := s.raft()
+	if r == nil {
+		return nil, fmt.Errorf("mds: cluster: %w", ErrClosed)
+	}
+	_, leader := r.LeaderWithID()
+	resp := &rpc.ClusterResp{
+		ID:        s.cfg.ID,
+		Role:      roleOf(r.State()),
+		Term:      r.CurrentTerm(),
+		Leader:    string(leader),
+		Applied:   r.AppliedIndex(),
+		Default:   s.def.String(),
+		StartedAt: s.startTime().UnixNano(),
+	}
+	s.fsm.mu.RLock()
+	recs := make([]dsRecord, 0, len(s.fsm.st.ds))
+	for _, d := range s.fsm.st.ds {
+		recs = append(recs, d)
+	}
+	resp.Inodes = uint64(len(s.fsm.st.inodes))
+	s.fsm.mu.RUnlock()
+	slices.SortFunc(recs, func(a, b dsRecord) int { return strings.Compare(a.ID, b.ID) })
+	now := s.clock()
+	for _, d := range recs {
+		resp.DataSvrs = append(resp.DataSvrs, s.reg.info(d, now))
+	}
+	return resp, nil
+}
+
+func (s *Server) startTime() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.startedAt
+}
+
+func quote(s string) string { return strconv.Quote(s) }
+func uitoa(v uint64) string { return strconv.FormatUint(v, 10) }
