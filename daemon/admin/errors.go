@@ -1,0 +1,41 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+)
+
+// Errors the admin API answers with.
+var (
+	// ErrNotFound is answered to a path the API does not serve.
+	ErrNotFound = errors.New("admin: not found")
+	// ErrMethodNotAllowed is answered to a known path with a method it
+	// does not take.
+	ErrMethodNotAllowed = errors.New("admin: method not allowed")
+	// ErrNotServing is wrapped when the MDS answers but cannot serve the
+	// namespace (no leader, election in progress).
+	ErrNotServing = errors.New("admin: mds not serving")
+	// errNoState is a Source that answered neither state nor error.
+	errNoState = errors.New("admin: source returned no cluster state")
+)
+
+// statusOf is the one table that maps errors to HTTP status codes: the
+// first case that matches (errors.Is) wins; anything else is a 500.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrMethodNotAllowed):
+		return http.StatusMethodNotAllowed
+	case errors.Is(err, ErrNotServing), errors.Is(err, rpc.ErrUnavailable):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout
+	case errors.Is(err, context.Canceled):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
