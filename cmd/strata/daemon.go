@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+)
+
+// server is what every daemon package's *Server is.
+type server interface {
+	Start(ctx context.Context) error
+	Ready() <-chan struct{}
+	Close() error
+}
+
+// startAll starts servers in order and waits until each is ready. On
+// failure it closes the ones it started.
+func startAll(ctx context.Context, names []string, servers []server) error {
+	for i, s := range servers {
+		err := s.Start(ctx)
+		if err == nil {
+			select {
+			case <-s.Ready():
+			case <-ctx.Done():
+				err = fmt.Errorf("not ready: %w", ctx.Err())
+			}
+		}
+		if err != nil {
+			_ = s.Close()
+			_ = closeAll(servers[:i])
+			return fmt.Errorf("%s: %w", names[i], err)
+		}
+	}
+	return nil
+}
+
+// closeAll closes servers in reverse order.
+func closeAll(servers []server) error {
+	var errs []error
+	for i := len(servers) - 1; i >= 0; i-- {
+		errs = append(errs, servers[i].Close())
+	}
+	return errors.Join(errs...)
+}
+
+// runUntilDone starts servers, logs that they are up, waits for ctx (SIGINT
+// or SIGTERM) and closes them.
+func runUntilDone(ctx context.Context, log *slog.Logger, names []string, servers []server) error {
+	if err := startAll(ctx, names, servers); err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while starting
+		}
+		return err
+	}
+	log.Info("ready")
+	<-ctx.Done()
+	log.Info("stopping")
+	return closeAll(servers)
+}

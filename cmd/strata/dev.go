@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/localcluster"
+)
+
+// devDir is where `strata dev` keeps its data unless told otherwise.
+func devDir() string { return filepath.Join(os.TempDir(), "strata-dev") }
+
+func runDev(ctx context.Context, a *app, args []string) error {
+	f := newFlags("dev", "", `
+Run a whole Strata in this process, on loopback: one MDS, --ds data
+servers and the admin API, with all data under --dir (kept across runs:
+start it again on the same directory and the namespace is still there).
+It listens on fixed ports, so that client commands find it with no flags:
+  strata dev --dir /tmp/s &
+  strata ls /
+SIGINT (Ctrl-C) or SIGTERM stops it cleanly.`)
+	dir, logLevel := devDir(), "error"
+	nds, dsPort := 4, 7201
+	mdsAddr, raftAddr, adminAddr, defLayout := "127.0.0.1:7000", "127.0.0.1:7100", "127.0.0.1:7080", ""
+	o := newOptions("dev")
+	o.str("dir", "directory of all data (the MDS's log, each data server's store, the secret)", &dir)
+	o.int("ds", "number of data servers", &nds)
+	o.str("mds_addr", "MDS address", &mdsAddr)
+	o.str("raft_addr", "MDS raft address", &raftAddr)
+	o.str("admin_addr", `admin REST API address; "off" disables it`, &adminAddr)
+	o.int("ds_port", "port of the first data server, the others follow; 0 picks free ports", &dsPort)
+	o.str("default_layout", "cluster default layout string; default the MDS's (width=4,unit=1M,scheme=none)", &defLayout)
+	o.str("log_level", "debug, info, warn or error", &logLevel)
+	o.register(f)
+	rest, err := f.parse(a, args)
+	if err != nil {
+		return err
+	}
+	if err := f.nargs(rest, 0, 0); err != nil {
+		return err
+	}
+	if err := o.apply(a); err != nil {
+		return err
+	}
+	if nds < 1 || nds > 64 {
+		return usageErrorf("dev", "--ds %d: want 1 to 64 data servers", nds)
+	}
+	log, err := newLogger(a.stderr, logLevel)
+	if err != nil {
+		return usageErrorf("dev", "%v", err)
+	}
+	opts := localcluster.Options{
+		Dir: dir, DS: nds, MDSAddr: mdsAddr, RaftAddr: raftAddr, AdminAddr: adminAddr,
+		DSAddrs: make([]string, nds), Log: log, DefaultLayout: defLayout,
+	}
+	if adminAddr == "off" || adminAddr == "" {
+		opts.AdminAddr = "-"
+	}
+	for i := range opts.DSAddrs {
+		port := 0
+		if dsPort != 0 {
+			port = dsPort + i
+		}
+		opts.DSAddrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	}
+	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	c, err := localcluster.Start(startCtx, opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // interrupted while starting
+		}
+		return fmt.Errorf("dev: %w", err)
+	}
+	printDev(a, c)
+	<-ctx.Done()
+	fmt.Fprintln(a.stdout, "strata dev: stopping")
+	if err := c.Close(); err != nil {
+		return fmt.Errorf("dev: stop: %w", err)
+	}
+	fmt.Fprintln(a.stdout, "strata dev: stopped")
+	return nil
+}
+
+func printDev(a *app, c *localcluster.Cluster) {
+	w := a.stdout
+	fmt.Fprintf(w, "strata dev: up, data in %s\n", c.Dir())
+	fmt.Fprintf(w, "  mds    %s\n", c.MDSAddr())
+	if c.AdminAddr() != "-" {
+		fmt.Fprintf(w, "  admin  http://%s/v1/cluster\n", c.AdminAddr())
+	}
+	for i := range c.NumDS() {
+		fmt.Fprintf(w, "  %-6s %s\n", localcluster.DSID(i), c.DSAddr(i))
+	}
+	hint := "strata ls /"
+	if c.MDSAddr() != "127.0.0.1:7000" {
+		hint = "STRATA_MDS=" + c.MDSAddr() + " strata ls /"
+	}
+	fmt.Fprintf(w, "try: %s    (Ctrl-C or SIGTERM stops it)\n", hint)
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/daemon/ds"
+)
+
+func runDS(ctx context.Context, a *app, args []string) error {
+	f := newFlags("ds", "", `
+Run a data server: it stores file components under --dir, serves reads and
+writes to clients that hold a capability signed with the cluster secret,
+and heartbeats to the MDS. --id and --secret-file are required; the secret
+file is the one the MDS created. Every key can also come from the
+environment or a TOML file (see docs/config.md); flags win over the
+environment, which wins over the file. SIGINT or SIGTERM stops it cleanly.`)
+	cfg := ds.DefaultConfig()
+	cfg.MDS = client.DefaultMDS
+	cfg.Dir = "/var/lib/strata/ds"
+	secretFile, logLevel := "", "info"
+	o := newOptions("ds")
+	o.str("id", "unique data server id, e.g. ds1 (required)", &cfg.ID)
+	o.str("listen", "address clients and the MDS use", &cfg.Listen)
+	o.str("advertise", "address reported to the MDS; default the listen address", &cfg.Advertise)
+	o.str("dir", "component store directory", &cfg.Dir)
+	o.str("mds", "MDS address(es), comma separated", &cfg.MDS)
+	o.str("secret_file", "cluster secret file, as created by the MDS (required)", &secretFile)
+	o.str("node", "failure domain (host name); default the id", &cfg.Node)
+	o.size("capacity", "capacity to report, e.g. 2T; 0 = the size of the file system holding dir", &cfg.Capacity)
+	o.dur("heartbeat_interval", "heartbeat period until the MDS says otherwise", &cfg.HeartbeatInterval)
+	o.intSize("block_size", "checksum block size, a power of two from 4K to 16M", &cfg.BlockSize)
+	o.str("log_level", "debug, info, warn or error", &logLevel)
+	o.register(f)
+	rest, err := f.parse(a, args)
+	if err != nil {
+		return err
+	}
+	if err := f.nargs(rest, 0, 0); err != nil {
+		return err
+	}
+	if err := o.apply(a); err != nil {
+		return err
+	}
+	log, err := newLogger(a.stderr, logLevel)
+	if err != nil {
+		return usageErrorf("ds", "%v", err)
+	}
+	if cfg.ID == "" {
+		return usageErrorf("ds", "--id is required")
+	}
+	if secretFile == "" {
+		return usageErrorf("ds", "--secret-file is required (the file the MDS created)")
+	}
+	if cfg.Secret, err = readSecret(secretFile); err != nil {
+		return err
+	}
+	if err := mkdirPrivate(cfg.Dir); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	d, err := ds.New(cfg, ds.Deps{Log: log})
+	if err != nil {
+		return err
+	}
+	log.Info("starting ds", "id", cfg.ID, "listen", cfg.Listen, "mds", cfg.MDS, "dir", cfg.Dir)
+	if err := runUntilDone(ctx, log, []string{"ds"}, []server{d}); err != nil {
+		return fmt.Errorf("ds: %w", err)
+	}
+	return nil
+}
+
+// mkdirPrivate makes a daemon's data directory.
+func mkdirPrivate(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	return nil
+}

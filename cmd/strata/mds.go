@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/strata-hpc/strata/daemon/admin"
+	"github.com/strata-hpc/strata/daemon/mds"
+)
+
+func runMDS(ctx context.Context, a *app, args []string) error {
+	f := newFlags("mds", "", `
+Run a metadata server: the namespace, layouts and the data server registry,
+in a Raft state machine persisted under --dir (one voter: it bootstraps
+itself the first time). It also serves the admin REST API on
+--admin-listen. Every key can also come from the environment or a TOML
+file (see docs/config.md); flags win over the environment, which wins over
+the file. SIGINT or SIGTERM stops it cleanly.`)
+	cfg := mds.DefaultConfig()
+	cfg.Dir = "/var/lib/strata/mds"
+	secretFile, adminListen, logLevel := "", admin.DefaultListen, "info"
+	o := newOptions("mds")
+	o.str("id", "raft server id", &cfg.ID)
+	o.str("listen", "RPC address clients and data servers use", &cfg.Listen)
+	o.str("raft_addr", "raft address", &cfg.RaftAddr)
+	o.str("dir", "directory of the raft log, stable store and snapshots", &cfg.Dir)
+	o.str("secret_file", "cluster secret, created (0600) if missing; default DIR/secret", &secretFile)
+	o.str("default_layout", "layout of files where no directory sets one", &cfg.DefaultLayout)
+	o.dur("capability_ttl", "lifetime of the capabilities handed out with layouts", &cfg.CapabilityTTL)
+	o.dur("heartbeat_interval", "how often data servers are told to heartbeat", &cfg.HeartbeatInterval)
+	o.dur("heartbeat_timeout", "a data server silent this long is down", &cfg.HeartbeatTimeout)
+	o.dur("raft_timeout", "raft heartbeat, election and lease timeout", &cfg.RaftTimeout)
+	o.uint("snapshot_threshold", "raft log entries between snapshots", &cfg.SnapshotThreshold)
+	o.str("admin_listen", `admin REST API address; "off" disables it`, &adminListen)
+	o.str("log_level", "debug, info, warn or error", &logLevel)
+	o.register(f)
+	rest, err := f.parse(a, args)
+	if err != nil {
+		return err
+	}
+	if err := f.nargs(rest, 0, 0); err != nil {
+		return err
+	}
+	if err := o.apply(a); err != nil {
+		return err
+	}
+	log, err := newLogger(a.stderr, logLevel)
+	if err != nil {
+		return usageErrorf("mds", "%v", err)
+	}
+	if secretFile == "" {
+		secretFile = filepath.Join(cfg.Dir, "secret")
+	}
+	if err := mkdirPrivate(cfg.Dir); err != nil {
+		return err
+	}
+	if cfg.Secret, err = loadOrCreateSecret(secretFile); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	m, err := mds.New(cfg, mds.Deps{Log: log})
+	if err != nil {
+		return err
+	}
+	names, servers := []string{"mds"}, []server{m}
+	if adminListen != "off" && adminListen != "" {
+		ad, err := admin.New(admin.Config{Listen: adminListen}, admin.Deps{Log: log, Source: m})
+		if err != nil {
+			_ = m.Close()
+			return err
+		}
+		names, servers = append(names, "admin"), append(servers, ad)
+	}
+	log.Info("starting mds", "id", cfg.ID, "listen", cfg.Listen, "raft_addr", cfg.RaftAddr, "dir", cfg.Dir, "admin", adminListen)
+	if err := runUntilDone(ctx, log, names, servers); err != nil {
+		return fmt.Errorf("mds: %w", err)
+	}
+	return nil
+}
