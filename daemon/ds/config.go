@@ -1,0 +1,109 @@
+package ds
+
+import (
+	"fmt"
+	"math/bits"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/strata-hpc/strata/internal/capability"
+)
+
+// Defaults and bounds of Config.
+const (
+	DefaultBlockSize         = 64 << 10
+	DefaultHeartbeatInterval = time.Second
+	DefaultListen            = "127.0.0.1:7201"
+	MinBlockSize             = 4 << 10
+	MaxBlockSize             = 16 << 20
+	maxIDLen                 = 128
+)
+
+// Config configures a data server. Zero values of optional fields take
+// their defaults in New.
+type Config struct {
+	ID                string        // unique id, e.g. "ds1"; required
+	Listen            string        // e.g. "127.0.0.1:7201" or "127.0.0.1:0"; default DefaultListen
+	Advertise         string        // address reported to the MDS; default: the actual listen address
+	Dir               string        // component store directory; required, created if missing
+	MDS               string        // MDS RPC address(es), comma separated, for heartbeats; "" = no heartbeats
+	Secret            []byte        // cluster secret, len capability.SecretSize; required
+	Node              string        // failure domain reported to the MDS; default ID
+	Capacity          uint64        // bytes; 0 = total size of the file system holding Dir
+	HeartbeatInterval time.Duration // default 1s; the MDS reply's IntervalMs overrides when non-zero
+	BlockSize         int           // checksum block size; default 64 KiB; a power of two in [4 KiB, 16 MiB]
+}
+
+// DefaultConfig returns a Config with every optional field set to its
+// default. ID, Dir and Secret must still be filled in.
+func DefaultConfig() Config {
+	return Config{
+		Listen:            DefaultListen,
+		HeartbeatInterval: DefaultHeartbeatInterval,
+		BlockSize:         DefaultBlockSize,
+	}
+}
+
+// withDefaults fills the optional fields left zero.
+func (c Config) withDefaults() Config {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Node == "" {
+		c.Node = c.ID
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = DefaultBlockSize
+	}
+	return c
+}
+
+// Validate reports the first problem of c. Optional fields may be zero.
+func (c Config) Validate() error {
+	if err := validID(c.ID); err != nil {
+		return fmt.Errorf("%w: id: %v", ErrConfig, err)
+	}
+	if c.Dir == "" {
+		return fmt.Errorf("%w: dir is empty", ErrConfig)
+	}
+	if len(c.Secret) != capability.SecretSize {
+		return fmt.Errorf("%w: secret is %d bytes, want %d", ErrConfig, len(c.Secret), capability.SecretSize)
+	}
+	if c.HeartbeatInterval < 0 {
+		return fmt.Errorf("%w: heartbeat interval %v is negative", ErrConfig, c.HeartbeatInterval)
+	}
+	if c.BlockSize != 0 && !validBlockSize(c.BlockSize) {
+		return fmt.Errorf("%w: block size %d is not a power of two in [%d, %d]", ErrConfig, c.BlockSize, MinBlockSize, MaxBlockSize)
+	}
+	for _, a := range strings.Split(c.MDS, ",") {
+		if c.MDS != "" && strings.TrimSpace(a) == "" {
+			return fmt.Errorf("%w: empty address in mds list %q", ErrConfig, c.MDS)
+		}
+	}
+	return nil
+}
+
+func validBlockSize(bs int) bool {
+	return bs >= MinBlockSize && bs <= MaxBlockSize && bits.OnesCount(uint(bs)) == 1
+}
+
+// validID accepts a non-empty, printable id without white space, which the
+// format file and the MDS registry can hold verbatim.
+func validID(id string) error {
+	if id == "" {
+		return fmt.Errorf("empty")
+	}
+	if len(id) > maxIDLen {
+		return fmt.Errorf("longer than %d bytes", maxIDLen)
+	}
+	for _, r := range id {
+		if !unicode.IsPrint(r) || unicode.IsSpace(r) {
+			return fmt.Errorf("%q holds white space or a control character", id)
+		}
+	}
+	return nil
+}

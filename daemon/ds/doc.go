@@ -1,0 +1,22 @@
+// Package ds is Strata's data server: it stores layout components on local
+// disk, serves the DS protocol of package rpc (write, read, commit,
+// truncate, remove, stat, info) directly to clients, verifies the
+// capability token of every component call, checksums every block with
+// CRC32C and heartbeats to the MDS.
+//
+// On disk (store.go, cache.go, checksum.go, format.go), each component
+// (inode, generation, column) is one sparse data file
+// Dir/<ino%256 in hex>/<ino>.<gen>.<col> and a sibling ".crc" file holding
+// one little-endian CRC32C per BlockSize block. A block's CRC covers the
+// whole block with bytes past the end of the component counted as zeros,
+// so growing a component never invalidates an earlier block; a stored CRC
+// of 0 over an all-zero block is a hole. Dir/ds.format records the server
+// id and the block size so that a restart with another geometry is refused
+// rather than read as corruption.
+//
+// All disk access goes through the Disk interface so tests can inject
+// EIO, torn writes and latency.
+//
+// It imports the transport (daemon/rpc) and internal/capability; it must
+// not import the MDS, the client, raft or go-fuse.
+package ds

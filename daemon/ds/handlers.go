@@ -1,0 +1,163 @@
+package ds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/capability"
+)
+
+// register installs the DS protocol on mux.
+func (s *Server) register(mux *rpc.Mux) {
+	rpc.HandleData(mux, rpc.DWrite, s.handleWrite)
+	rpc.HandleData(mux, rpc.DRead, s.handleRead)
+	rpc.Handle(mux, rpc.DCommit, s.handleCommit)
+	rpc.Handle(mux, rpc.DTruncate, s.handleTruncate)
+	rpc.Handle(mux, rpc.DRemove, s.handleRemove)
+	rpc.Handle(mux, rpc.DStat, s.handleStat)
+	rpc.Handle(mux, rpc.DInfo, s.handleInfo)
+}
+
+// begin verifies req's token for op and starts timing the call for the
+// load measure; the caller must defer s.end with the returned time.
+func (s *Server) begin(req *rpc.DSReq, op capability.Op) (time.Time, error) {
+	now := s.clock()
+	if err := req.Cap.Verify(s.secret, now, req.ID.Ino, req.ID.Gen, op); err != nil {
+		return now, rpc.Errorf(syscall.EACCES, "ds: "+err.Error())
+	}
+	return now, nil
+}
+
+func (s *Server) end(start time.Time) {
+	s.busy.Add(int64(s.clock().Sub(start)))
+}
+
+// handleWrite writes the request's data at req.Off. in is the request
+// body and is written to disk without a copy.
+func (s *Server) handleWrite(_ context.Context, req *rpc.DSReq, in []byte, _ *rpc.Data) (*rpc.DSResp, error) {
+	start, err := s.begin(req, capability.OpWrite)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end(start)
+	if len(in) > rpc.MaxData {
+		return nil, wireError(fmt.Errorf("%w: write of %d bytes exceeds %d", ErrRange, len(in), rpc.MaxData))
+	}
+	size, err := s.store.write(req.ID, req.Off, in)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	return &rpc.DSResp{Size: size}, nil
+}
+
+// handleRead reads straight into the transport's reply buffer.
+func (s *Server) handleRead(_ context.Context, req *rpc.DSReq, _ []byte, out *rpc.Data) (*rpc.DSResp, error) {
+	start, err := s.begin(req, capability.OpRead)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end(start)
+	if req.Len > rpc.MaxData {
+		return nil, wireError(fmt.Errorf("%w: read of %d bytes exceeds %d", ErrRange, req.Len, rpc.MaxData))
+	}
+	n, size, err := s.store.read(req.ID, req.Off, req.Len, out)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	out.Commit(n)
+	return &rpc.DSResp{Size: size}, nil
+}
+
+func (s *Server) handleCommit(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
+	start, err := s.begin(req, capability.OpWrite)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end(start)
+	size, err := s.store.commit(req.ID)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	return &rpc.DSResp{Size: size}, nil
+}
+
+func (s *Server) handleTruncate(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
+	start, err := s.begin(req, capability.OpWrite)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end(start)
+	size, err := s.store.truncate(req.ID, req.Size)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	return &rpc.DSResp{Size: size}, nil
+}
+
+func (s *Server) handleRemove(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
+	start, err := s.begin(req, capability.OpAdmin)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end(start)
+	if err := s.store.remove(req.ID); err != nil {
+		return nil, wireError(err)
+	}
+	return &rpc.DSResp{}, nil
+}
+
+func (s *Server) handleStat(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
+	start, err := s.begin(req, capability.OpRead)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end(start)
+	size, err := s.store.stat(req.ID)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	return &rpc.DSResp{Size: size}, nil
+}
+
+// handleInfo needs no token: it reveals nothing about any file.
+func (s *Server) handleInfo(_ context.Context, _ *rpc.Empty) (*rpc.DSInfoResp, error) {
+	capacity, free := s.free()
+	return &rpc.DSInfoResp{ID: s.cfg.ID, Capacity: capacity, Free: free}, nil
+}
+
+// wireError translates a store error into the rpc.Error a client sees:
+// the one place where this package's errors meet errno values.
+func wireError(err error) error {
+	var re *rpc.Error
+	if errors.As(err, &re) {
+		return re
+	}
+	var ce *checksumError
+	if errors.As(err, &ce) {
+		return rpc.Errorf(syscall.EIO, ce.Error())
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "ds: ") {
+		msg = "ds: " + msg
+	}
+	return rpc.Errorf(wireErrno(err), msg)
+}
+
+func wireErrno(err error) syscall.Errno {
+	switch {
+	case errors.Is(err, ErrChecksum):
+		return syscall.EIO
+	case errors.Is(err, ErrNoSpace):
+		return syscall.ENOSPC
+	case errors.Is(err, ErrRange):
+		return syscall.EINVAL
+	case errors.Is(err, ErrClosed):
+		return syscall.EAGAIN
+	}
+	return rpc.ToErrno(err)
+}

@@ -1,0 +1,533 @@
+package ds
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math"
+	"math/bits"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+)
+
+// maxOffset bounds every offset, end and size a component may have.
+const maxOffset = 1 << 50
+
+const crcSuffix = ".crc"
+
+// store keeps components as files under dir (see doc.go). It is safe for
+// concurrent use. Open components are cached in open; a component in use
+// by a call is pinned by refs and never closed under it.
+type store struct {
+	dir      string
+	disk     Disk
+	log      *slog.Logger
+	bs       uint64
+	shift    uint
+	sum      checksummer
+	capacity uint64
+	used     atomic.Int64 // bytes of all components plus reservations of writes in flight
+
+	blocks sync.Pool // *[]byte of bs bytes: read-modify-write scratch
+	sums   sync.Pool // *[]byte: checksum file images
+
+	mu     sync.Mutex
+	open   map[rpc.ComponentID]*entry
+	idle   lru // entries with refs == 0, most recently used first
+	closed bool
+}
+
+// openStore opens (or creates) the store in dir.
+func openStore(dir string, d Disk, log *slog.Logger, id string, bs int, capacity uint64) (*store, error) {
+	if err := d.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create store dir: %w", err)
+	}
+	if err := loadFormat(d, dir, format{ID: id, BlockSize: bs}); err != nil {
+		return nil, err
+	}
+	if capacity == 0 {
+		total, _, err := d.Statfs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("capacity of %s: %w", dir, err)
+		}
+		capacity = total
+	}
+	st := &store{
+		dir:      dir,
+		disk:     d,
+		log:      log,
+		bs:       uint64(bs),
+		shift:    uint(bits.TrailingZeros(uint(bs))),
+		sum:      newChecksummer(bs),
+		capacity: capacity,
+		open:     map[rpc.ComponentID]*entry{},
+	}
+	used, err := st.scan()
+	if err != nil {
+		return nil, err
+	}
+	st.used.Store(int64(used))
+	return st, nil
+}
+
+// scan returns the bytes held by the components in the store.
+func (st *store) scan() (uint64, error) {
+	subs, err := st.disk.ReadDir(st.dir)
+	if err != nil {
+		return 0, fmt.Errorf("scan store: %w", err)
+	}
+	var used uint64
+	for _, sub := range subs {
+		if !sub.IsDir() || len(sub.Name()) != 2 {
+			continue
+		}
+		files, err := st.disk.ReadDir(filepath.Join(st.dir, sub.Name()))
+		if err != nil {
+			return 0, fmt.Errorf("scan store: %w", err)
+		}
+		for _, f := range files {
+			if !f.Type().IsRegular() || strings.HasSuffix(f.Name(), crcSuffix) {
+				continue
+			}
+			info, err := f.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return 0, fmt.Errorf("scan store: %w", err)
+			}
+			used += uint64(info.Size())
+		}
+	}
+	return used, nil
+}
+
+// path is the data file of id.
+func (st *store) path(id rpc.ComponentID) string {
+	var b [64]byte
+	name := strconv.AppendUint(b[:0], id.Ino, 10)
+	name = append(name, '.')
+	name = strconv.AppendUint(name, id.Gen, 10)
+	name = append(name, '.')
+	name = strconv.AppendUint(name, uint64(id.Col), 10)
+	return filepath.Join(st.dir, subdir(id), string(name))
+}
+
+func subdir(id rpc.ComponentID) string {
+	const hex = "0123456789abcdef"
+	return string([]byte{hex[id.Ino>>4&0xf], hex[id.Ino&0xf]})
+}
+
+// componentName is how errors and logs name a component.
+func componentName(id rpc.ComponentID) string {
+	return fmt.Sprintf("component %d.%d.%d", id.Ino, id.Gen, id.Col)
+}
+
+// reserve counts the growth of e to end against the capacity and returns
+// e's size before the call.
+func (st *store) reserve(e *entry, end uint64) (uint64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if end > e.reserved && !e.dead {
+		need := int64(end - e.reserved)
+		for {
+			used := st.used.Load()
+			if used+need > int64(st.capacity) {
+				return 0, fmt.Errorf("%w: %d bytes more would exceed the capacity of %d bytes (%d used)",
+					ErrNoSpace, need, st.capacity, used)
+			}
+			if st.used.CompareAndSwap(used, used+need) {
+				break
+			}
+		}
+		e.reserved = end
+	}
+	return e.size, nil
+}
+
+func (e *entry) getSize() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.size
+}
+
+func (e *entry) grow(end uint64) uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.size = max(e.size, end)
+	return e.size
+}
+
+// write stores p at off in component id, creating it, and returns the
+// component's size after. Bytes are written with one pwrite straight from
+// p and their CRCs with a second one.
+func (st *store) write(id rpc.ComponentID, off uint64, p []byte) (uint64, error) {
+	n := uint64(len(p))
+	if off > maxOffset || n > maxOffset-off {
+		return 0, fmt.Errorf("%w: write of %d bytes at %d", ErrRange, n, off)
+	}
+	e, err := st.acquire(id, n > 0)
+	if e == nil || err != nil {
+		return 0, err
+	}
+	defer st.release(e)
+	if n == 0 {
+		return e.getSize(), nil
+	}
+	end := off + n
+	b0, b1 := off>>st.shift, (end-1)>>st.shift
+	e.ranges.lock(b0, b1, true)
+	defer e.ranges.unlock(b0, b1, true)
+	old, err := st.reserve(e, end)
+	if err != nil {
+		return 0, fmt.Errorf("write %s: %w", componentName(id), err)
+	}
+
+	sums := st.getSums(int(b1 - b0 + 1))
+	defer st.sums.Put(sums)
+	for b := b0; b <= b1; b++ {
+		start := b << st.shift
+		lo := max(off, start) - start // where p's bytes begin within the block
+		hi := min(end, start+st.bs) - start
+		piece := p[start+lo-off : start+hi-off]
+		var oldLen uint64 // bytes of the block that the component held
+		if old > start {
+			oldLen = min(old, start+st.bs) - start
+		}
+		var s uint32
+		if oldLen > 0 && (lo > 0 || hi < oldLen) {
+			// Old bytes survive around the new ones: only the first and
+			// last block of a write can get here.
+			s, err = st.mergeSum(e, b, oldLen, lo, piece)
+			if err != nil {
+				return 0, fmt.Errorf("write %s: %w", componentName(id), err)
+			}
+		} else {
+			s = st.sum.sum(int(lo), piece)
+		}
+		putSum(*sums, int(b-b0), s)
+	}
+	if _, err := e.data.WriteAt(p, int64(off)); err != nil {
+		return 0, fmt.Errorf("write %s: %w", componentName(id), err)
+	}
+	if _, err := e.crc.WriteAt(*sums, int64(b0*sumSize)); err != nil {
+		return 0, fmt.Errorf("write %s checksums: %w", componentName(id), err)
+	}
+	return e.grow(end), nil
+}
+
+// mergeSum returns the CRC of block b after piece is written at lo within
+// it, oldLen bytes of it being held already. It verifies the old bytes
+// first: a corrupt block fails rather than being blessed with a new CRC.
+func (st *store) mergeSum(e *entry, b, oldLen, lo uint64, piece []byte) (uint32, error) {
+	buf := st.getBlock()
+	defer st.blocks.Put(buf)
+	blk := (*buf)[:oldLen]
+	if err := st.readBlock(e, b, blk); err != nil {
+		return 0, err
+	}
+	copy((*buf)[lo:], piece)
+	return st.sum.sum(0, (*buf)[:max(oldLen, lo+uint64(len(piece)))]), nil
+}
+
+// readBlock reads the held bytes of block b into blk (len(blk) is how
+// many the component holds) and verifies them against the stored CRC.
+// On return the rest of blk's block-sized backing array is zero.
+func (st *store) readBlock(e *entry, b uint64, blk []byte) error {
+	var sb [sumSize]byte
+	if err := readFull(e.crc, sb[:], int64(b*sumSize)); err != nil {
+		return fmt.Errorf("read checksum of block %d: %w", b, err)
+	}
+	if err := readFull(e.data, blk, int64(b<<st.shift)); err != nil {
+		return fmt.Errorf("read block %d: %w", b, err)
+	}
+	clear(blk[len(blk):cap(blk)])
+	return st.check(e.id, b, blk, getSum(sb[:], 0))
+}
+
+// check verifies one block's bytes against its stored CRC.
+func (st *store) check(id rpc.ComponentID, b uint64, blk []byte, stored uint32) error {
+	if st.sum.verify(blk, stored) {
+		return nil
+	}
+	st.log.Error("checksum mismatch", "inode", id.Ino, "gen", id.Gen, "col", id.Col, "block", b)
+	return &checksumError{id: id, block: b}
+}
+
+// checksumError is a block that failed its CRC. Its message is what the
+// client sees, whatever context wraps it.
+type checksumError struct {
+	id    rpc.ComponentID
+	block uint64
+}
+
+func (e *checksumError) Error() string {
+	return fmt.Sprintf("%v in %s block %d", ErrChecksum, componentName(e.id), e.block)
+}
+
+func (e *checksumError) Unwrap() error { return ErrChecksum }
+
+// buffer hands out the slice a read fills; *rpc.Data is one.
+type buffer interface {
+	Buffer(n int) []byte
+}
+
+var _ buffer = (*rpc.Data)(nil)
+
+// read fills a buffer from out with the bytes of component id in
+// [off, off+length), short where the component ends, and returns how many
+// it filled and the component's size. Every block touched is verified; on
+// error the buffer's content is undefined and must not be returned. A
+// missing component reads as empty. Blocks wholly inside the range are
+// read straight into the buffer with one pread; a partly covered first or
+// last block goes through a scratch block so that it can be verified whole.
+func (st *store) read(id rpc.ComponentID, off, length uint64, out buffer) (int, uint64, error) {
+	if off > maxOffset || length > maxOffset-off {
+		return 0, 0, fmt.Errorf("%w: read of %d bytes at %d", ErrRange, length, off)
+	}
+	e, err := st.acquire(id, false)
+	if e == nil || err != nil {
+		return 0, 0, err
+	}
+	defer st.release(e)
+	if length == 0 {
+		return 0, e.getSize(), nil
+	}
+	l0, l1 := off>>st.shift, (off+length-1)>>st.shift
+	e.ranges.lock(l0, l1, false)
+	defer e.ranges.unlock(l0, l1, false)
+	size := e.getSize()
+	if off >= size {
+		return 0, size, nil
+	}
+	end := min(off+length, size)
+	p := out.Buffer(int(end - off))
+	if err := st.readRange(e, off, end, size, p); err != nil {
+		return 0, 0, fmt.Errorf("read %s: %w", componentName(id), err)
+	}
+	return len(p), size, nil
+}
+
+func (st *store) readRange(e *entry, off, end, size uint64, p []byte) error {
+	b0, b1 := off>>st.shift, (end-1)>>st.shift
+	sums := st.getSums(int(b1 - b0 + 1))
+	defer st.sums.Put(sums)
+	if err := readFull(e.crc, *sums, int64(b0*sumSize)); err != nil {
+		return fmt.Errorf("read checksums: %w", err)
+	}
+	blockEnd := func(b uint64) uint64 { return min((b<<st.shift)+st.bs, size) }
+	headPartial := off > b0<<st.shift || end < blockEnd(b0)
+	tailPartial := b1 != b0 && end < blockEnd(b1)
+	mid0, mid1 := off, end
+	if headPartial {
+		mid0 = min(blockEnd(b0), end)
+	}
+	if tailPartial {
+		mid1 = b1 << st.shift
+	}
+	if mid0 < mid1 {
+		if err := readFull(e.data, p[mid0-off:mid1-off], int64(mid0)); err != nil {
+			return err
+		}
+	}
+	for b := b0; b <= b1; b++ {
+		start := b << st.shift
+		lo, hi := max(off, start), min(end, start+st.bs)
+		if (b == b0 && headPartial) || (b == b1 && tailPartial) {
+			buf := st.getBlock()
+			blk := (*buf)[:blockEnd(b)-start]
+			err := readFull(e.data, blk, int64(start))
+			if err == nil {
+				err = st.check(e.id, b, blk, getSum(*sums, int(b-b0)))
+			}
+			if err == nil {
+				copy(p[lo-off:hi-off], blk[lo-start:hi-start])
+			}
+			st.blocks.Put(buf)
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if err := st.check(e.id, b, p[lo-off:hi-off], getSum(*sums, int(b-b0))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// truncate sets the size of component id, creating it, and returns the
+// size. Growth reads as zeros; the block cut by a shrink gets a new CRC
+// after its surviving bytes are verified.
+func (st *store) truncate(id rpc.ComponentID, size uint64) (uint64, error) {
+	if size > maxOffset {
+		return 0, fmt.Errorf("%w: truncate to %d", ErrRange, size)
+	}
+	e, err := st.acquire(id, size > 0)
+	if e == nil || err != nil {
+		return 0, err
+	}
+	defer st.release(e)
+	e.ranges.lock(0, math.MaxUint64, true)
+	defer e.ranges.unlock(0, math.MaxUint64, true)
+	old, err := st.reserve(e, size)
+	if err != nil {
+		return 0, fmt.Errorf("truncate %s: %w", componentName(id), err)
+	}
+	if err := st.truncateFiles(e, old, size); err != nil {
+		return 0, fmt.Errorf("truncate %s: %w", componentName(id), err)
+	}
+	return size, nil
+}
+
+func (st *store) truncateFiles(e *entry, old, size uint64) error {
+	cut := size < old && size&(st.bs-1) != 0
+	var sb [sumSize]byte
+	c := size >> st.shift
+	if cut {
+		buf := st.getBlock()
+		defer st.blocks.Put(buf)
+		start := c << st.shift
+		if err := st.readBlock(e, c, (*buf)[:min(old, start+st.bs)-start]); err != nil {
+			return err
+		}
+		putSum(sb[:], 0, st.sum.sum(0, (*buf)[:size-start]))
+	}
+	if err := e.data.Truncate(int64(size)); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if !e.dead {
+		st.used.Add(int64(size) - int64(e.reserved))
+	}
+	e.size, e.reserved = size, size
+	e.mu.Unlock()
+	if cut {
+		if _, err := e.crc.WriteAt(sb[:], int64(c*sumSize)); err != nil {
+			return fmt.Errorf("checksums: %w", err)
+		}
+	}
+	nblocks := (size + st.bs - 1) >> st.shift
+	if err := e.crc.Truncate(int64(nblocks * sumSize)); err != nil {
+		return fmt.Errorf("checksums: %w", err)
+	}
+	return nil
+}
+
+// commit makes component id durable and returns its size. A missing
+// component commits as empty.
+func (st *store) commit(id rpc.ComponentID) (uint64, error) {
+	e, err := st.acquire(id, false)
+	if e == nil || err != nil {
+		return 0, err
+	}
+	defer st.release(e)
+	if err := e.data.Sync(); err != nil {
+		return 0, fmt.Errorf("commit %s: %w", componentName(id), err)
+	}
+	if err := e.crc.Sync(); err != nil {
+		return 0, fmt.Errorf("commit %s checksums: %w", componentName(id), err)
+	}
+	e.mu.Lock()
+	synced := e.dirSynced
+	e.mu.Unlock()
+	if !synced {
+		if err := syncDir(st.disk, filepath.Join(st.dir, subdir(id))); err != nil {
+			return 0, fmt.Errorf("commit %s: %w", componentName(id), err)
+		}
+		e.mu.Lock()
+		e.dirSynced = true
+		e.mu.Unlock()
+	}
+	return e.getSize(), nil
+}
+
+// stat returns the size of component id; a missing one has size 0.
+func (st *store) stat(id rpc.ComponentID) (uint64, error) {
+	e, err := st.acquire(id, false)
+	if e == nil || err != nil {
+		return 0, err
+	}
+	defer st.release(e)
+	return e.getSize(), nil
+}
+
+// remove deletes component id; a missing one is not an error. Calls in
+// flight on it finish on the unlinked files.
+func (st *store) remove(id rpc.ComponentID) error {
+	e, err := st.acquire(id, false)
+	if err != nil {
+		return err
+	}
+	name := st.path(id)
+	if e == nil {
+		if err := st.disk.Remove(name + crcSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", componentName(id), err)
+		}
+		return nil
+	}
+	defer st.release(e)
+	// Unlink under st.mu so that no call opens the old files once the entry
+	// is dropped.
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if e.dead {
+		return nil // removed by a concurrent call
+	}
+	if err := st.disk.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", componentName(id), err)
+	}
+	delete(st.open, id)
+	e.mu.Lock()
+	e.dead = true
+	st.used.Add(-int64(e.reserved))
+	e.reserved = 0
+	e.mu.Unlock()
+	if err := st.disk.Remove(name + crcSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s checksums: %w", componentName(id), err)
+	}
+	return nil
+}
+
+// usage returns the bytes stored and the capacity.
+func (st *store) usage() (used, capacity uint64) {
+	return uint64(max(st.used.Load(), 0)), st.capacity
+}
+
+func (st *store) getBlock() *[]byte {
+	if b, ok := st.blocks.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, st.bs)
+	return &b
+}
+
+// getSums returns a pooled checksum image of n entries.
+func (st *store) getSums(n int) *[]byte {
+	b, _ := st.sums.Get().(*[]byte)
+	if b == nil {
+		b = new([]byte)
+	}
+	if cap(*b) < n*sumSize {
+		*b = make([]byte, n*sumSize)
+	}
+	*b = (*b)[:n*sumSize]
+	return b
+}
+
+// readFull fills p from f at off; bytes past the end of f read as zeros.
+func readFull(f File, p []byte, off int64) error {
+	n, err := f.ReadAt(p, off)
+	if errors.Is(err, io.EOF) {
+		clear(p[n:])
+		return nil
+	}
+	return err
+}
