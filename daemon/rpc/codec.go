@@ -32,7 +32,16 @@ type plan struct {
 	dec decodeFn
 }
 
-var plans sync.Map // reflect.Type -> *plan
+var (
+	plans sync.Map // reflect.Type -> *plan; complete plans only
+
+	// buildMu serializes building plans. pending holds the plans of the
+	// build in progress, so that recursive types find their own
+	// (filled-in later) plan; they are published to plans only once all
+	// are complete, so no other goroutine ever runs a half-built plan.
+	buildMu sync.Mutex
+	pending map[reflect.Type]*plan
+)
 
 // Marshal appends the encoding of *msg (a pointer to a struct) to b.
 func Marshal(b []byte, msg any) []byte {
@@ -107,12 +116,27 @@ func planFor(t reflect.Type) *plan {
 	if p, ok := plans.Load(t); ok {
 		return p.(*plan)
 	}
-	p := &plan{}
-	// Store before building so recursive types find the (filled-in later) plan.
-	actual, loaded := plans.LoadOrStore(t, p)
-	if loaded {
-		return actual.(*plan)
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	pending = map[reflect.Type]*plan{}
+	p := nestedPlan(t)
+	for pt, pp := range pending {
+		plans.Store(pt, pp)
 	}
+	pending = nil
+	return p
+}
+
+// nestedPlan returns the plan of t during a build (buildMu held).
+func nestedPlan(t reflect.Type) *plan {
+	if p, ok := plans.Load(t); ok {
+		return p.(*plan)
+	}
+	if p := pending[t]; p != nil {
+		return p
+	}
+	p := &plan{}
+	pending[t] = p
 	p.enc, p.dec = build(t)
 	return p
 }
@@ -225,7 +249,7 @@ func build(t reflect.Type) (encodeFn, decodeFn) {
 }
 
 func buildSlice(t reflect.Type) (encodeFn, decodeFn) {
-	ep := planFor(t.Elem())
+	ep := nestedPlan(t.Elem())
 	return func(b []byte, v reflect.Value) []byte {
 			n := v.Len()
 			b = binary.AppendUvarint(b, uint64(n))
@@ -254,7 +278,7 @@ func buildSlice(t reflect.Type) (encodeFn, decodeFn) {
 }
 
 func buildMap(t reflect.Type) (encodeFn, decodeFn) {
-	ep := planFor(t.Elem())
+	ep := nestedPlan(t.Elem())
 	return func(b []byte, v reflect.Value) []byte {
 			keys := v.MapKeys()
 			sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
@@ -297,7 +321,7 @@ func buildMap(t reflect.Type) (encodeFn, decodeFn) {
 }
 
 func buildPointer(t reflect.Type) (encodeFn, decodeFn) {
-	ep := planFor(t.Elem())
+	ep := nestedPlan(t.Elem())
 	return func(b []byte, v reflect.Value) []byte {
 			if v.IsNil() {
 				return append(b, 0)
@@ -328,7 +352,7 @@ func buildStruct(t reflect.Type) (encodeFn, decodeFn) {
 	for i := 0; i < t.NumField(); i++ {
 		if f := t.Field(i); f.IsExported() {
 			idx = append(idx, i)
-			fps = append(fps, planFor(f.Type))
+			fps = append(fps, nestedPlan(f.Type))
 		}
 	}
 	return func(b []byte, v reflect.Value) []byte {

@@ -33,7 +33,11 @@ const reserve = 64
 // Buffer returns a slice of length n for the handler to fill.
 func (d *Data) Buffer(n int) []byte {
 	if cap(d.buf) < reserve+n {
-		d.buf = make([]byte, reserve+n)
+		// Headroom: serve hands the buffer to the response from the start
+		// of the frame header, so every reply takes up to reserve bytes off
+		// the front of the capacity; without slack the next Buffer of the
+		// same size would allocate again.
+		d.buf = make([]byte, reserve+n, reserve+n+n/16+reserve)
 	}
 	d.buf = d.buf[:reserve+n]
 	return d.buf[reserve:]
