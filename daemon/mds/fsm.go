@@ -53,9 +53,13 @@ func newFSM() *fsm {
 
 // Apply applies one committed log entry.
 func (f *fsm) Apply(l *raft.Log) any {
+	t, p := mustDecode(l)
+	if p == nil {
+		return nil // an ignorable command of a newer version
+	}
 	f.mu.Lock()
 	n := len(f.st.orphans)
-	r := f.applyLocked(l)
+	r := f.st.apply(t, p)
 	more := len(f.st.orphans) > n
 	f.mu.Unlock()
 	if more {
@@ -64,14 +68,27 @@ func (f *fsm) Apply(l *raft.Log) any {
 	return r
 }
 
-// ApplyBatch applies committed entries in order under one lock.
+// decoded is a command decoded before the state lock is taken.
+type decoded struct {
+	t cmdType
+	p any
+}
+
+// ApplyBatch applies committed entries in order under one lock; decoding
+// happens before the lock is taken.
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	cmds := make([]decoded, len(logs))
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			cmds[i].t, cmds[i].p = mustDecode(l)
+		}
+	}
 	out := make([]any, len(logs))
 	f.mu.Lock()
 	n := len(f.st.orphans)
-	for i, l := range logs {
-		if l.Type == raft.LogCommand {
-			out[i] = f.applyLocked(l)
+	for i, c := range cmds {
+		if c.p != nil {
+			out[i] = f.st.apply(c.t, c.p)
 		}
 	}
 	more := len(f.st.orphans) > n
@@ -89,16 +106,14 @@ func (f *fsm) kick() {
 	}
 }
 
-// applyLocked decodes and applies one command; f.mu is held.
-func (f *fsm) applyLocked(l *raft.Log) any {
+// mustDecode decodes a command entry, or panics: see the FSM contract. A
+// nil payload is an ignorable command of a newer version.
+func mustDecode(l *raft.Log) (cmdType, any) {
 	t, p, err := decodeCommand(l.Data)
 	if err != nil {
 		panic(fmt.Sprintf("mds: raft log entry %d does not decode, refusing to diverge: %v", l.Index, err))
 	}
-	if p == nil {
-		return nil // an ignorable command of a newer version
-	}
-	return f.st.apply(t, p)
+	return t, p
 }
 
 // apply dispatches a decoded command.

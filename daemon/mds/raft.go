@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 )
 
 // raftOptions are what openRaft needs; the MDS and the raw-raft benchmark
@@ -27,6 +28,7 @@ type raftOptions struct {
 type raftNode struct {
 	raft  *raft.Raft
 	wal   *wal.WAL
+	meta  *metadb.BoltMetaDB // raft-wal's Close leaves it open (and locked)
 	trans *raft.NetworkTransport
 }
 
@@ -61,13 +63,13 @@ func openRaft(o raftOptions, f raft.FSM) (_ *raftNode, err error) {
 	if err := os.MkdirAll(walDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create raft dir: %w", err)
 	}
-	n := &raftNode{}
+	n := &raftNode{meta: &metadb.BoltMetaDB{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, n.close())
 		}
 	}()
-	if n.wal, err = wal.Open(walDir, wal.WithLogger(o.Log.Named("wal"))); err != nil {
+	if n.wal, err = wal.Open(walDir, wal.WithMetaStore(n.meta), wal.WithLogger(o.Log.Named("wal"))); err != nil {
 		return n, fmt.Errorf("open raft log %s: %w", walDir, err)
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(o.Dir, 2, o.Log.Named("snapshot"))
@@ -114,6 +116,9 @@ func (n *raftNode) close() error {
 		if err := n.wal.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close raft log: %w", err))
 		}
+	}
+	if err := n.meta.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close raft log metadata: %w", err))
 	}
 	return errors.Join(errs...)
 }
