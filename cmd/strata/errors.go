@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
-	"syscall"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/layout"
@@ -99,10 +98,6 @@ func reason(err error) string {
 	}
 	if errors.Is(err, layout.ErrInvalid) {
 		return "invalid layout: " + strings.TrimPrefix(err.Error(), layout.ErrInvalid.Error()+": ")
-	}
-	var en syscall.Errno
-	if errors.As(err, &en) {
-		return en.Error()
 	}
 	return err.Error()
 }

@@ -105,6 +105,8 @@ func (f *cmdFlags) nargs(args []string, lo, hi int) error {
 	switch {
 	case len(args) < lo:
 		return usageErrorf(f.name, "missing arguments: want %s", f.args)
+	case hi == 0 && len(args) > 0:
+		return usageErrorf(f.name, "takes no arguments, got %q", args[0])
 	case hi >= 0 && len(args) > hi:
 		return usageErrorf(f.name, "too many arguments: want %s", f.args)
 	}

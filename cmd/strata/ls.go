@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os/user"
@@ -39,6 +40,9 @@ hidden unless -a is given.`)
 			a0, err := c.Lstat(ctx, p)
 			if err == nil && a0.IsSymlink() && !*long && !*dirOnly {
 				a0, err = c.Stat(ctx, p) // ls follows a symlink named on the command line
+			}
+			if errors.Is(err, rpc.ErrUnavailable) {
+				return err
 			}
 			if err != nil {
 				failed = opError("ls", arg, err)
