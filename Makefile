@@ -1,0 +1,46 @@
+# Strata. `make run` starts a dev cluster and runs the demo; `make test` is
+# what CI runs. See README.md.
+
+GO      ?= go
+BIN     := bin/strata
+FUZZTIME ?= 5s
+
+.PHONY: all build run demo test lint fuzz bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/strata
+
+# Start `strata dev` on the default loopback ports with data in a fresh
+# temporary directory, run contrib/demo.sh, then keep Strata up until
+# Ctrl-C.
+run: build
+	contrib/run.sh
+
+# The same, but stop after the demo; exits 0 when the demo passed.
+demo: build
+	contrib/run.sh --demo
+
+test:
+	contrib/test-deps.sh
+	$(MAKE) lint
+	$(GO) test -race -count=1 ./...
+	$(MAKE) fuzz
+
+# go vet, gofmt and the import rules of ARCHITECTURE.md.
+lint:
+	$(GO) vet ./...
+	@out="$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) run ./internal/importcheck ./...
+
+# Every fuzz target in the tree, briefly (FUZZTIME each).
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) contrib/fuzz.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/bench/...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs with apt the system packages `make test` needs, only those that
+# are missing, so that it is a no-op on a machine that has them. Today the
+# tests need Go (not from apt: Debian's is too old, see README.md) and a C
+# compiler for the race detector. Later tiers add slurm-wlm, munge,
+# openmpi-bin, libopenmpi-dev, fuse3 and fio to PACKAGES.
+set -euo pipefail
+
+PACKAGES=(gcc libc6-dev git)
+
+if ! command -v go >/dev/null 2>&1; then
+	echo "test-deps: go is not installed; install Go 1.26 or later from https://go.dev/dl (see README.md)" >&2
+	exit 1
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing+=("$p")
+	fi
+done
+if ((${#missing[@]} == 0)); then
+	exit 0
+fi
+
+echo "test-deps: installing ${missing[*]}"
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+	sudo=(sudo)
+fi
+"${sudo[@]}" apt-get update -q
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
