@@ -27,7 +27,7 @@ func newFlags(name, args, about string) *cmdFlags {
 
 // printUsage writes the command's help to w.
 func (f *cmdFlags) printUsage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: strata %s [flags] %s\n\n%s\n", f.name, f.args, strings.TrimSpace(f.about))
+	fmt.Fprintf(w, "Usage: %s\n\n%s\n", strings.TrimSpace("strata "+f.name+" [flags] "+f.args), strings.TrimSpace(f.about))
 	n := 0
 	f.VisitAll(func(*flag.Flag) { n++ })
 	if n > 0 {

@@ -12,7 +12,7 @@ import (
 )
 
 func runSetstripe(ctx context.Context, a *app, args []string) error {
-	f := newFlags("setstripe", "[--width N] [--unit SIZE] [--scheme S] [--layout STRING] PATH", `
+	f := newFlags("setstripe", "PATH", `
 Set the layout policy of the directory PATH (files created in it afterwards
 inherit it, as do new subdirectories) or the layout of the empty file PATH.
 Fields not given are inherited from the parent directory, then the cluster
