@@ -16,8 +16,8 @@ import (
 	"github.com/strata-hpc/strata/layout"
 )
 
-// Prefixes that force the side of a cp argument.
-var localPrefixes = []string{"local:", "file:"}
+// localPrefixes are the prefixes that put a cp argument on this machine.
+func localPrefixes() []string { return []string{"local:", "file:"} }
 
 const cpAbout = `
 Copy the file SRC to DST. Either side may be on this machine or in Strata:
@@ -75,7 +75,7 @@ func forced(arg string) (endpoint, bool) {
 	if p, ok := strings.CutPrefix(arg, strataPrefix); ok {
 		return endpoint{strata: true, path: p, arg: arg}, true
 	}
-	for _, pre := range localPrefixes {
+	for _, pre := range localPrefixes() {
 		if p, ok := strings.CutPrefix(arg, pre); ok {
 			return endpoint{path: p, arg: arg}, true
 		}
