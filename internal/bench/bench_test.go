@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/daemon/mds"
+	"github.com/strata-hpc/strata/internal/testcluster"
+)
+
+const gib = 1 << 30
+
+func gbps(bytes int64, d time.Duration) float64 { return float64(bytes) / d.Seconds() / 1e9 }
+
+// BenchmarkDataPath: sequential write and read of 1 GiB through the client
+// library, striped over 4 data servers on loopback, against a raw
+// 4-connection loopback TCP transfer of the same bytes in the same run.
+func BenchmarkDataPath(b *testing.B) {
+	size := int64(gib)
+	if testing.Short() {
+		size = 64 << 20
+	}
+	for i := 0; i < b.N; i++ {
+		raw, err := LoopbackTCP(size, 4)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cl := testcluster.Start(b, 4)
+		c := cl.Client()
+		ctx := context.Background()
+		buf := make([]byte, 64<<20)
+		for j := range buf {
+			buf[j] = byte(j*31 + j>>12)
+		}
+		f, err := c.OpenFileLayout(ctx, "/bench", os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644, "width=4,unit=1M")
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		for off := int64(0); off < size; off += int64(len(buf)) {
+			if _, err := f.WriteAt(buf, off); err != nil {
+				b.Fatal(err)
+			}
+		}
+		written := time.Since(start)
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		durable := time.Since(start)
+
+		r, err := c.Open(ctx, "/bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		for off := int64(0); off < size; off += int64(len(buf)) {
+			if _, err := r.ReadAt(buf, off); err != nil {
+				b.Fatal(err)
+			}
+		}
+		read := time.Since(start)
+		r.Close()
+
+		rawG := raw / 1e9
+		w, wd, rd := gbps(size, written), gbps(size, durable), gbps(size, read)
+		b.ReportMetric(rawG, "loopback_GB/s")
+		b.ReportMetric(w, "write_GB/s")
+		b.ReportMetric(w/rawG, "write_ratio")
+		b.ReportMetric(rd, "read_GB/s")
+		b.ReportMetric(rd/rawG, "read_ratio")
+		b.ReportMetric(wd/rawG, "durable_write_ratio")
+		fmt.Printf("\ndata path, %d MiB striped width=4 unit=1M over 4 DSes on loopback:\n", size>>20)
+		fmt.Printf("  baseline: raw loopback TCP, 4 connections  %6.2f GB/s\n", rawG)
+		fmt.Printf("  write (until the last WriteAt returns)     %6.2f GB/s  ratio %.2f (target >= 0.6)\n", w, w/rawG)
+		fmt.Printf("  write + close (fsync on every DS, commit)  %6.2f GB/s  ratio %.2f\n", wd, wd/rawG)
+		fmt.Printf("  read (fresh open, CRC verified)            %6.2f GB/s  ratio %.2f (target >= 0.6)\n", rd, rd/rawG)
+	}
+}
+
+// BenchmarkMetadata: creates/s and stats/s with 64 concurrent clients
+// against one MDS on a durable log, against raw raft applies/s on the same
+// log store and bare fasthttp tiny requests/s, all in the same run.
+func BenchmarkMetadata(b *testing.B) {
+	d := 5 * time.Second
+	if testing.Short() {
+		d = time.Second
+	}
+	for i := 0; i < b.N; i++ {
+		m, err := mds.BenchMetadata(context.Background(), b.TempDir(), 64, d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(m.CreatesPerSec, "creates/s")
+		b.ReportMetric(m.StatsPerSec, "stats/s")
+		b.ReportMetric(m.RaftAppliesPerSec, "raft_applies/s")
+		b.ReportMetric(m.FasthttpPerSec, "fasthttp_req/s")
+		b.ReportMetric(m.CreatesPerSec/m.RaftAppliesPerSec, "create_ratio")
+		b.ReportMetric(m.StatsPerSec/m.FasthttpPerSec, "stat_ratio")
+		fmt.Printf("\nmetadata, 64 concurrent clients, one MDS on raft-wal:\n")
+		fmt.Printf("  baseline: raw raft applies (64 appliers)   %8.0f /s\n", m.RaftAppliesPerSec)
+		fmt.Printf("  creates                                    %8.0f /s  ratio %.2f (target >= 0.7)\n", m.CreatesPerSec, m.CreatesPerSec/m.RaftAppliesPerSec)
+		fmt.Printf("  baseline: bare fasthttp tiny requests      %8.0f /s\n", m.FasthttpPerSec)
+		fmt.Printf("  stats                                      %8.0f /s  ratio %.2f (target >= 0.6)\n", m.StatsPerSec, m.StatsPerSec/m.FasthttpPerSec)
+	}
+}

@@ -1,0 +1,164 @@
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/strata-hpc/strata/daemon/admin"
+	"github.com/strata-hpc/strata/daemon/ds"
+	"github.com/strata-hpc/strata/daemon/mds"
+	"github.com/strata-hpc/strata/internal/capability"
+)
+
+// Options configures a local cluster. Addresses may use port 0: they are
+// resolved to free ports at Start and kept across restarts.
+type Options struct {
+	Dir               string   // all data lives below it; required
+	DS                int      // number of data servers; default 4
+	MDSAddr           string   // default 127.0.0.1:0
+	RaftAddr          string   // default 127.0.0.1:0
+	AdminAddr         string   // default 127.0.0.1:0; "-" disables the admin API
+	DSAddrs           []string // per data server; missing entries default to 127.0.0.1:0
+	Log               *slog.Logger
+	RaftTimeout       time.Duration // default: the MDS default
+	HeartbeatInterval time.Duration // default: the daemons' default
+	HeartbeatTimeout  time.Duration // default: the MDS default
+	DefaultLayout     string        // default: the MDS default
+	DSCapacity        uint64        // per data server; 0 = the file system's size
+}
+
+// Cluster is a running local cluster. Its methods are safe for concurrent use.
+type Cluster struct {
+	o      Options
+	secret []byte
+
+	mu    sync.Mutex
+	mds   *mds.Server
+	ds    []*ds.Server // nil where stopped
+	admin *admin.Server
+}
+
+// Start starts the MDS, the data servers and the admin API, and returns
+// once every data server has registered with the MDS.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	if o.Dir == "" {
+		return nil, errors.New("localcluster: no directory")
+	}
+	if o.DS == 0 {
+		o.DS = 4
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	var err error
+	if o.MDSAddr, err = resolve(o.MDSAddr); err != nil {
+		return nil, err
+	}
+	if o.RaftAddr, err = resolve(o.RaftAddr); err != nil {
+		return nil, err
+	}
+	if o.AdminAddr != "-" {
+		if o.AdminAddr, err = resolve(o.AdminAddr); err != nil {
+			return nil, err
+		}
+	}
+	addrs := make([]string, o.DS)
+	for i := range addrs {
+		if i < len(o.DSAddrs) {
+			addrs[i] = o.DSAddrs[i]
+		}
+		if addrs[i], err = resolve(addrs[i]); err != nil {
+			return nil, err
+		}
+	}
+	o.DSAddrs = addrs
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("localcluster: %w", err)
+	}
+	secret, err := LoadOrCreateSecret(filepath.Join(o.Dir, "secret"))
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{o: o, secret: secret, ds: make([]*ds.Server, o.DS)}
+	if err := c.start(ctx); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	if err := c.StartMDS(ctx); err != nil {
+		return err
+	}
+	for i := range c.ds {
+		if err := c.StartDS(ctx, i); err != nil {
+			return err
+		}
+	}
+	if c.o.AdminAddr != "-" {
+		acfg := admin.DefaultConfig()
+		acfg.Listen = c.o.AdminAddr
+		a, err := admin.New(acfg, admin.Deps{Log: c.o.Log, Source: c.mdsSource()})
+		if err != nil {
+			return fmt.Errorf("admin: %w", err)
+		}
+		if err := a.Start(ctx); err != nil {
+			return fmt.Errorf("admin: %w", err)
+		}
+		c.mu.Lock()
+		c.admin = a
+		c.mu.Unlock()
+	}
+	return c.WaitDS(ctx, len(c.ds))
+}
+
+// resolve turns a port-0 (or empty) loopback address into a free port.
+func resolve(addr string) (string, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("localcluster: address %q: %w", addr, err)
+	}
+	if port != "0" {
+		return addr, nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", fmt.Errorf("localcluster: find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// LoadOrCreateSecret reads the cluster secret at path, creating a fresh
+// one (mode 0600) if the file does not exist.
+func LoadOrCreateSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if len(b) != capability.SecretSize {
+			return nil, fmt.Errorf("secret %s: %d bytes, want %d", path, len(b), capability.SecretSize)
+		}
+		return b, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("secret: %w", err)
+	}
+	b, err = capability.NewSecret()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return nil, fmt.Errorf("secret: %w", err)
+	}
+	return b, nil
+}

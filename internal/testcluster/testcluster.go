@@ -1,0 +1,86 @@
+package testcluster
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/internal/localcluster"
+)
+
+// Cluster is a running test cluster; the localcluster methods (StopDS,
+// RestartDS, RestartMDS, ...) control it.
+type Cluster struct {
+	*localcluster.Cluster
+	t testing.TB
+}
+
+// Option changes the cluster's options before it starts.
+type Option func(*localcluster.Options)
+
+// WithDefaultLayout sets the cluster's default layout string.
+func WithDefaultLayout(spec string) Option {
+	return func(o *localcluster.Options) { o.DefaultLayout = spec }
+}
+
+// WithCapacity sets each data server's capacity in bytes.
+func WithCapacity(n uint64) Option {
+	return func(o *localcluster.Options) { o.DSCapacity = n }
+}
+
+// Start starts an MDS and n data servers and stops them when the test ends.
+// Set STRATA_TEST_LOG=1 to see the daemons' logs.
+func Start(t testing.TB, n int, opts ...Option) *Cluster {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	if os.Getenv("STRATA_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	o := localcluster.Options{
+		Dir:               t.TempDir(),
+		DS:                n,
+		AdminAddr:         "-",
+		Log:               log,
+		RaftTimeout:       50 * time.Millisecond,
+		HeartbeatInterval: 100 * time.Millisecond,
+		HeartbeatTimeout:  time.Second,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := localcluster.Start(ctx, o)
+	if err != nil {
+		t.Fatalf("start test cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("stop test cluster: %v", err)
+		}
+	})
+	return &Cluster{Cluster: c, t: t}
+}
+
+// Client returns a client of the cluster, closed when the test ends.
+func (c *Cluster) Client() *client.Client {
+	c.t.Helper()
+	cfg := client.DefaultConfig()
+	cfg.MDS = c.MDSAddr()
+	cl, err := client.New(cfg)
+	if err != nil {
+		c.t.Fatalf("client: %v", err)
+	}
+	c.t.Cleanup(func() { _ = cl.Close() })
+	return cl
+}
+
+// Context returns a context that ends with the test (or after d).
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
