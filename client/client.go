@@ -47,8 +47,9 @@ func (c Config) Validate() error {
 
 // Client talks to one Strata namespace. It is safe for concurrent use.
 type Client struct {
-	cfg Config
-	rpc *rpc.Client
+	cfg  Config
+	rpc  *rpc.Client
+	sess *session
 }
 
 // New returns a Client. It does not contact the MDS; the first call does.
@@ -69,11 +70,17 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Client{cfg: cfg, rpc: rpc.NewClient(rpc.ClientConfig{Timeout: cfg.Timeout, MaxConnsPerHost: 4 * cfg.MaxInflight})}, nil
+	return &Client{
+		cfg:  cfg,
+		rpc:  rpc.NewClient(rpc.ClientConfig{Timeout: cfg.Timeout, MaxConnsPerHost: 4 * cfg.MaxInflight}),
+		sess: newSession(),
+	}, nil
 }
 
-// Close releases idle connections.
+// Close stops renewing the lock session (its locks lapse with the lease)
+// and releases idle connections.
 func (c *Client) Close() error {
+	c.sess.close()
 	c.rpc.Close()
 	return nil
 }

@@ -35,6 +35,8 @@ func messages() []any {
 		&Empty{}, &Error{Errno: 2, Msg: "no such file"},
 		&DSReq{Cap: tok, ID: ComponentID{Ino: 1, Gen: 2, Col: 3}, Off: 4, Len: 5, Size: 6},
 		&DSResp{Size: 9}, &DSInfoResp{ID: "ds1", Capacity: 1, Free: 1},
+		&LockReq{Session: 1, Ino: 2, Lock: Lock{Start: 3, End: LockEOF, Type: 1, Owner: 7, Pid: 9, Flock: true}},
+		&LockResp{Lock: Lock{Type: 2}}, &SessionReq{Session: 5}, &SessionResp{TTLMs: 30000},
 	}
 }
 
