@@ -41,6 +41,7 @@ const (
 	cmdCommit      cmdType = 13 // commitCmd
 	cmdRegisterDS  cmdType = 14 // registerCmd
 	cmdPurge       cmdType = 15 // purgeCmd
+	cmdBatch       cmdType = 16 // batchCmd
 )
 
 // errUnknownCommand is wrapped when a log entry has a type this binary does
@@ -157,6 +158,18 @@ type purgeCmd struct {
 	Orphans []orphanKey
 }
 
+// batchCmd carries several commands in one raft entry (group commit, see
+// proposer.go). Each is applied in order with its own result, exactly as
+// if it had been an entry of its own; batches do not nest.
+type batchCmd struct {
+	Cmds [][]byte
+
+	subs []decoded // Cmds decoded, filled in by decodeCommand
+}
+
+// batchResult is what Apply returns for a batch: one result per command.
+type batchResult []result
+
 // newPayload returns a pointer to the zero payload of type t, or nil if
 // the type is unknown.
 func newPayload(t cmdType) any {
@@ -187,6 +200,8 @@ func newPayload(t cmdType) any {
 		return new(registerCmd)
 	case cmdPurge:
 		return new(purgeCmd)
+	case cmdBatch:
+		return new(batchCmd)
 	}
 	return nil
 }
@@ -215,6 +230,19 @@ func decodeCommand(b []byte) (cmdType, any, error) {
 	}
 	if err := rpc.Unmarshal(b[1:], p); err != nil {
 		return t, nil, fmt.Errorf("decode command %d: %w", t, err)
+	}
+	if bc, ok := p.(*batchCmd); ok {
+		bc.subs = make([]decoded, len(bc.Cmds))
+		for i, c := range bc.Cmds {
+			st, sp, err := decodeCommand(c)
+			switch {
+			case err != nil:
+				return t, nil, fmt.Errorf("batch command %d: %w", i, err)
+			case st == cmdBatch:
+				return t, nil, fmt.Errorf("%w: batch command %d is a batch", rpc.ErrDecode, i)
+			}
+			bc.subs[i] = decoded{t: st, p: sp}
+		}
 	}
 	return t, p, nil
 }

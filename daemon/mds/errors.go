@@ -23,6 +23,10 @@ var (
 	ErrSnapshot = errors.New("mds: bad snapshot")
 )
 
+// errNoDataServers is placement's answer when no data server is up; its
+// text is what a user sees after "create NAME: ".
+var errNoDataServers = errors.New("no data servers are up")
+
 // errf builds the wire error of a failed namespace operation: a POSIX errno
 // and a one-line message naming the thing, printable by a CLI.
 func errf(errno syscall.Errno, format string, args ...any) *rpc.Error {

@@ -59,7 +59,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	}
 	f.mu.Lock()
 	n := len(f.st.orphans)
-	r := f.st.apply(t, p)
+	r := f.st.applyAny(t, p)
 	more := len(f.st.orphans) > n
 	f.mu.Unlock()
 	if more {
@@ -88,7 +88,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	n := len(f.st.orphans)
 	for i, c := range cmds {
 		if c.p != nil {
-			out[i] = f.st.apply(c.t, c.p)
+			out[i] = f.st.applyAny(c.t, c.p)
 		}
 	}
 	more := len(f.st.orphans) > n
@@ -114,6 +114,22 @@ func mustDecode(l *raft.Log) (cmdType, any) {
 		panic(fmt.Sprintf("mds: raft log entry %d does not decode, refusing to diverge: %v", l.Index, err))
 	}
 	return t, p
+}
+
+// applyAny applies a decoded command or batch and returns its result
+// (a batchResult for a batch).
+func (st *state) applyAny(t cmdType, p any) any {
+	b, ok := p.(*batchCmd)
+	if !ok {
+		return st.apply(t, p)
+	}
+	out := make(batchResult, len(b.subs))
+	for i, c := range b.subs {
+		if c.p != nil {
+			out[i] = st.apply(c.t, c.p)
+		}
+	}
+	return out
 }
 
 // apply dispatches a decoded command.

@@ -249,6 +249,10 @@ func seedCommands() [][]byte {
 		encodeCommand(cmdRegisterDS, &registerCmd{ID: "ds", Addr: "h:1", Node: "n"}),
 		encodeCommand(cmdPurge, &purgeCmd{Orphans: []orphanKey{{1, 2}, {3, 4}}}),
 		{byte(cmdIgnorable | 0x33), 9, 9},
+		encodeCommand(cmdBatch, &batchCmd{Cmds: [][]byte{
+			encodeCommand(cmdInit, &initCmd{Now: 5}),
+			encodeCommand(cmdUnlink, &entryCmd{Parent: 1, Name: "f"}),
+		}}),
 	}
 }
 

@@ -2,6 +2,7 @@ package mds
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"syscall"
 
@@ -68,14 +69,10 @@ func handle[Req, Resp any](s *Server, m *rpc.Mux, method string, fn func(context
 	})
 }
 
-// apply runs a command through raft and returns the FSM's result.
+// apply runs a command through raft (with group commit, proposer.go) and
+// returns the FSM's result.
 func (s *Server) apply(t cmdType, payload any) (result, error) {
-	f := s.node.raft.Apply(encodeCommand(t, payload), applyTimeout)
-	if err := f.Error(); err != nil {
-		return result{}, raftError(err)
-	}
-	r, _ := f.Response().(result)
-	return r, r.err
+	return s.prop.apply(encodeCommand(t, payload))
 }
 
 func (s *Server) now() int64 { return s.clock().UnixNano() }
@@ -169,9 +166,9 @@ func (s *Server) create(_ context.Context, r *rpc.CreateReq) (*rpc.CreateResp, e
 	if err := supported(p); err != nil {
 		return nil, errf(syscall.EOPNOTSUPP, "create %q: %v", r.Name, err)
 	}
-	lay, err := s.reg.place(p, widthSet || own.Width != 0, "create "+quote(r.Name))
+	lay, err := s.reg.place(p, widthSet || own.Width != 0)
 	if err != nil {
-		return nil, err
+		return nil, errf(syscall.ENOSPC, "create %q: %v", r.Name, err)
 	}
 	res, err := s.apply(cmdCreate, &createCmd{
 		Parent:    r.Parent,
@@ -310,7 +307,7 @@ func (s *Server) setXattr(_ context.Context, r *rpc.XattrReq) (*rpc.Empty, error
 // places the file anew under the given policy (unset fields keep the
 // current layout's) and bumps its generation.
 func (s *Server) relayout(r *rpc.XattrReq, size uint64, cur layout.Layout) (*rpc.Empty, error) {
-	what := "inode " + uitoa(r.Ino)
+	what := fmt.Sprintf("inode %d", r.Ino)
 	p, err := layout.Parse(string(r.Value))
 	if err != nil {
 		return nil, errf(syscall.EINVAL, "%s on %s: %v", r.Name, what, err)
@@ -327,9 +324,9 @@ func (s *Server) relayout(r *rpc.XattrReq, size uint64, cur layout.Layout) (*rpc
 	if size > 0 {
 		return nil, errf(syscall.EEXIST, "cannot change the layout of a file that has data (size %d)", size)
 	}
-	lay, err := s.reg.place(p.Inherit(cur.Policy()), p.Width != 0, "layout of "+what)
+	lay, err := s.reg.place(p.Inherit(cur.Policy()), p.Width != 0)
 	if err != nil {
-		return nil, err
+		return nil, errf(syscall.ENOSPC, "layout of %s: %v", what, err)
 	}
 	if _, err := s.apply(cmdRelayout, &relayoutCmd{Ino: r.Ino, Layout: lay, Now: s.now()}); err != nil {
 		return nil, err

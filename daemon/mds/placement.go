@@ -1,52 +1,74 @@
 package mds
 
 import (
-	"syscall"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/strata-hpc/strata/layout"
 )
 
+// placeable is the registry's cached view for placement: the candidates
+// that are up and have free space, sorted by id, and how many distinct
+// nodes they are on. It is rebuilt when a heartbeat changed something or
+// when one of its servers may have timed out.
+type placeable struct {
+	cands      []layout.Candidate
+	nodes      int
+	validUntil time.Time // the earliest time one of cands stops being up
+	dirty      bool
+}
+
+// rebuildLocked recomputes the placement view; r.mu is held.
+func (r *registry) rebuildLocked(now time.Time) {
+	v := &r.view
+	v.cands, v.validUntil, v.dirty = v.cands[:0], time.Time{}, false
+	nodes := map[string]struct{}{}
+	for id, d := range r.ds {
+		if !r.isUp(d, now) || d.free == 0 {
+			continue
+		}
+		v.cands = append(v.cands, layout.Candidate{ID: id, Node: d.node, Capacity: clampInt64(d.capacity), Free: clampInt64(d.free), Up: true})
+		node := d.node
+		if node == "" {
+			node = id
+		}
+		nodes[node] = struct{}{}
+		if until := d.lastSeen.Add(r.timeout); v.validUntil.IsZero() || until.Before(v.validUntil) {
+			v.validUntil = until
+		}
+	}
+	slices.SortFunc(v.cands, func(a, b layout.Candidate) int { return strings.Compare(a.ID, b.ID) })
+	v.nodes = len(nodes)
+}
+
 // place picks targets for a layout of policy p (complete: width, unit and
-// scheme set). If the width came only from the cluster default
-// (widthSet false) and fewer usable data servers are up, the layout is as
-// wide as the data servers that are up. what names the file in errors.
-func (r *registry) place(p layout.Policy, widthSet bool, what string) (layout.Layout, error) {
+// scheme set) with layout.Place over the data servers that are up. If the
+// width came only from the cluster default (widthSet false) and fewer
+// nodes have usable data servers, the layout is as wide as there are. The
+// error is a sentence for the caller to prefix with what it was placing.
+func (r *registry) place(p layout.Policy, widthSet bool) (layout.Layout, error) {
 	now := r.clock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cands := make([]layout.Candidate, 0, len(r.ds))
-	nodes := make(map[string]struct{}, len(r.ds))
-	for id, d := range r.ds {
-		c := layout.Candidate{
-			ID:       id,
-			Node:     d.node,
-			Capacity: clampInt64(d.capacity),
-			Free:     clampInt64(d.free),
-			Up:       r.isUp(d, now),
-		}
-		cands = append(cands, c)
-		if c.Up && c.Free > 0 {
-			if c.Node == "" {
-				nodes[id] = struct{}{}
-			} else {
-				nodes[c.Node] = struct{}{}
-			}
-		}
+	if r.view.dirty || !now.Before(r.view.validUntil) {
+		r.rebuildLocked(now)
 	}
-	usable := len(nodes)
+	usable := r.view.nodes
 	if usable == 0 {
-		return layout.Layout{}, errf(syscall.ENOSPC, "%s: no data servers are up", what)
+		return layout.Layout{}, errNoDataServers
 	}
 	w := p.Width
 	if !widthSet && w > usable {
 		w = usable
 	}
 	if w > usable {
-		return layout.Layout{}, errf(syscall.ENOSPC, "%s: layout width %d needs %d data servers on distinct nodes, only %d are up", what, w, w, usable)
+		return layout.Layout{}, fmt.Errorf("layout width %d needs %d data servers on distinct nodes, only %d are up", w, w, usable)
 	}
-	targets, err := layout.Place(cands, w, r.rnd)
+	targets, err := layout.Place(r.view.cands, w, r.rnd)
 	if err != nil {
-		return layout.Layout{}, errf(syscall.ENOSPC, "%s: %v", what, err)
+		return layout.Layout{}, err
 	}
 	return layout.Layout{Width: w, Unit: p.Unit, Scheme: p.Scheme, Targets: targets}, nil
 }

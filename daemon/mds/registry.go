@@ -19,9 +19,10 @@ type registry struct {
 	timeout time.Duration
 	clock   func() time.Time
 
-	mu  sync.Mutex
-	ds  map[string]*dsSoft
-	rnd *rand.Rand // placement randomness, under mu
+	mu   sync.Mutex
+	ds   map[string]*dsSoft
+	rnd  *rand.Rand // placement randomness, under mu
+	view placeable  // placement's cache, under mu
 }
 
 // dsSoft is the last heartbeat of one data server.
@@ -55,6 +56,7 @@ func (r *registry) beat(h *rpc.HeartbeatReq) (cameUp bool) {
 	}
 	cameUp = !r.isUp(d, now)
 	d.node, d.capacity, d.free, d.load, d.lastSeen = h.Node, h.Capacity, h.Free, h.Load, now
+	r.view.dirty = true
 	return cameUp
 }
 

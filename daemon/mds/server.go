@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -46,10 +45,11 @@ type Server struct {
 	closed    bool
 	startedAt time.Time
 	node      *raftNode
+	prop      *proposer
 	ln        net.Listener
 	srv       *rpc.Server
 	cancel    context.CancelFunc
-	wg        sync.WaitGroup // serve loop, leader watch, GC loop
+	wg        sync.WaitGroup // serve loop, leader watch, GC loop, proposer
 }
 
 // New checks cfg and returns a Server that is not started yet.
@@ -110,11 +110,13 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		return errors.Join(fmt.Errorf("mds: listen on %s: %w", s.cfg.Listen, err), node.close())
 	}
 	s.node, s.ln, s.started, s.startedAt = node, ln, true, s.clock()
+	s.prop = newProposer(node.raft)
 	mux := rpc.NewMux()
 	s.register(mux)
 	s.srv = rpc.NewServer(mux, s.log)
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
+	s.prop.run(bg, &s.wg)
 	s.wg.Add(3)
 	go s.serve(ln)
 	go s.watchLeader(bg)
@@ -260,6 +262,3 @@ func (s *Server) startTime() time.Time {
 	defer s.mu.Unlock()
 	return s.startedAt
 }
-
-func quote(s string) string { return strconv.Quote(s) }
-func uitoa(v uint64) string { return strconv.FormatUint(v, 10) }

@@ -1,0 +1,341 @@
+package mds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/valyala/fasthttp"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/capability"
+)
+
+// MetaBench is one run of the metadata benchmark with its baselines, all
+// measured on the same machine in the same run so that their ratios mean
+// something on shared hardware.
+type MetaBench struct {
+	Clients           int           // concurrent clients of every phase
+	Duration          time.Duration // length of every phase
+	CreatesPerSec     float64       // MCreate over RPC, through raft on raft-wal (fsync per batch)
+	StatsPerSec       float64       // MGetattr over RPC
+	RaftAppliesPerSec float64       // raw raft.Apply of no-op commands, same log store and tuning, trivial FSM
+	FasthttpPerSec    float64       // a bare fasthttp server answering a tiny POST
+}
+
+// CreateRatio is creates/s over raw raft applies/s (target ≥ 0.7).
+func (b MetaBench) CreateRatio() float64 { return b.CreatesPerSec / b.RaftAppliesPerSec }
+
+// StatRatio is stats/s over fasthttp tiny requests/s (target ≥ 0.6).
+func (b MetaBench) StatRatio() float64 { return b.StatsPerSec / b.FasthttpPerSec }
+
+// String formats the run for `make bench`.
+func (b MetaBench) String() string {
+	return fmt.Sprintf("mds, %d clients, %v per phase: creates %.0f/s (raw raft %.0f/s, ratio %.2f), stats %.0f/s (fasthttp tiny %.0f/s, ratio %.2f)",
+		b.Clients, b.Duration, b.CreatesPerSec, b.RaftAppliesPerSec, b.CreateRatio(), b.StatsPerSec, b.FasthttpPerSec, b.StatRatio())
+}
+
+// BenchMetadata measures, one phase of length d after the other, with
+// clients concurrent clients: raw raft applies on raft-wal under dir, bare
+// fasthttp tiny requests, MDS creates, and MDS stats. dir must be on the
+// disk whose fsync is to be measured; it is left with the phases' data.
+func BenchMetadata(ctx context.Context, dir string, clients int, d time.Duration) (MetaBench, error) {
+	res := MetaBench{Clients: clients, Duration: d}
+	rate := func(n int64, el time.Duration) float64 { return float64(n) / el.Seconds() }
+
+	rr, err := startBenchRaft(ctx, filepath.Join(dir, "raft"))
+	if err != nil {
+		return res, err
+	}
+	n, el, err := drive(ctx, clients, 0, d, rr.apply)
+	if cerr := rr.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return res, fmt.Errorf("raw raft phase: %w", err)
+	}
+	res.RaftAppliesPerSec = rate(n, el)
+
+	hs, err := startBenchHTTP(clients)
+	if err != nil {
+		return res, err
+	}
+	n, el, err = drive(ctx, clients, 0, d, hs.call)
+	if cerr := hs.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return res, fmt.Errorf("fasthttp phase: %w", err)
+	}
+	res.FasthttpPerSec = rate(n, el)
+
+	bm, err := startBenchMDS(ctx, filepath.Join(dir, "mds"), clients)
+	if err != nil {
+		return res, err
+	}
+	defer bm.close()
+	if n, el, err = drive(ctx, clients, 0, d, bm.create); err != nil {
+		return res, fmt.Errorf("create phase: %w", err)
+	}
+	res.CreatesPerSec = rate(n, el)
+	if n, el, err = drive(ctx, clients, 0, d, bm.stat); err != nil {
+		return res, fmt.Errorf("stat phase: %w", err)
+	}
+	res.StatsPerSec = rate(n, el)
+	return res, bm.close()
+}
+
+// drive runs op from clients goroutines until total operations are done
+// (total > 0) or d has passed (d > 0), and returns how many were done and
+// in how long. op gets the worker's number and a sequence number unique in
+// the run.
+func drive(ctx context.Context, clients int, total int64, d time.Duration, op func(ctx context.Context, worker int, seq int64) error) (int64, time.Duration, error) {
+	if clients < 1 || (total <= 0 && d <= 0) {
+		return 0, 0, errors.New("bench: need clients and a total or a duration")
+	}
+	var next, done atomic.Int64
+	var stop atomic.Bool
+	var firstErr error
+	var errOnce sync.Once
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := 0; w < clients; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() && ctx.Err() == nil {
+				seq := next.Add(1) - 1
+				if total > 0 && seq >= total {
+					return
+				}
+				if d > 0 && seq%64 == 0 && time.Now().After(deadline) {
+					stop.Store(true)
+					return
+				}
+				if err := op(ctx, w, seq); err != nil {
+					errOnce.Do(func() { firstErr = err })
+					stop.Store(true)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return done.Load(), el, firstErr
+}
+
+// benchTimeout is the raft timeout of the benchmark's servers: short, so
+// that a single voter elects itself quickly.
+const benchTimeout = 100 * time.Millisecond
+
+// benchRaft is a raw raft on raft-wal with a trivial FSM: the baseline of
+// creates/s.
+type benchRaft struct {
+	node    *raftNode
+	payload []byte
+}
+
+// nopFSM applies nothing.
+type nopFSM struct{}
+
+func (nopFSM) Apply(*raft.Log) any                 { return nil }
+func (nopFSM) Snapshot() (raft.FSMSnapshot, error) { return nopSnapshot{}, nil }
+func (nopFSM) Restore(rc io.ReadCloser) error      { return rc.Close() }
+
+type nopSnapshot struct{}
+
+func (nopSnapshot) Persist(s raft.SnapshotSink) error { return s.Close() }
+func (nopSnapshot) Release()                          {}
+
+func startBenchRaft(ctx context.Context, dir string) (*benchRaft, error) {
+	node, err := openRaft(raftOptions{
+		ID:                "bench",
+		Addr:              "127.0.0.1:0",
+		Dir:               dir,
+		Timeout:           benchTimeout,
+		SnapshotThreshold: DefaultConfig().SnapshotThreshold,
+		Log:               newHclog(slog.New(slog.DiscardHandler), "raft"),
+	}, nopFSM{})
+	if err != nil {
+		return nil, fmt.Errorf("bench raft: %w", err)
+	}
+	r := &benchRaft{node: node, payload: make([]byte, 80)} // about a create command
+	if err := waitLeader(ctx, node.raft); err != nil {
+		return nil, errors.Join(err, node.close())
+	}
+	return r, nil
+}
+
+func waitLeader(ctx context.Context, r *raft.Raft) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ch := r.LeaderCh()
+	for r.State() != raft.Leader {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench raft: no leader: %w", ctx.Err())
+		case <-ch:
+		}
+	}
+	return r.Barrier(0).Error()
+}
+
+func (r *benchRaft) apply(context.Context, int, int64) error {
+	return r.node.raft.Apply(r.payload, applyTimeout).Error()
+}
+
+func (r *benchRaft) close() error { return r.node.close() }
+
+// benchHTTP is a bare fasthttp server answering a tiny POST, and a client
+// pool as large as the number of clients: the baseline of stats/s.
+type benchHTTP struct {
+	srv  *fasthttp.Server
+	hc   *fasthttp.HostClient
+	uri  string
+	done chan error
+}
+
+func startBenchHTTP(clients int) (*benchHTTP, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("bench http: %w", err)
+	}
+	h := &benchHTTP{
+		srv: &fasthttp.Server{
+			Handler:               func(rc *fasthttp.RequestCtx) { rc.SetBody(rc.PostBody()[:min(len(rc.PostBody()), 8)]) },
+			NoDefaultServerHeader: true,
+			NoDefaultDate:         true,
+			NoDefaultContentType:  true,
+			CloseOnShutdown:       true,
+		},
+		hc:   &fasthttp.HostClient{Addr: ln.Addr().String(), MaxConns: clients},
+		uri:  "http://" + ln.Addr().String() + "/tiny",
+		done: make(chan error, 1),
+	}
+	go func() { h.done <- h.srv.Serve(ln) }()
+	return h, nil
+}
+
+func (h *benchHTTP) call(context.Context, int, int64) error {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.SetRequestURI(h.uri)
+	req.SetBodyString("0123456789abcdef")
+	if err := h.hc.DoTimeout(req, resp, 10*time.Second); err != nil {
+		return err
+	}
+	if resp.StatusCode() != fasthttp.StatusOK {
+		return fmt.Errorf("bench http: status %d", resp.StatusCode())
+	}
+	return nil
+}
+
+func (h *benchHTTP) close() error {
+	h.hc.CloseIdleConnections()
+	err := h.srv.Shutdown()
+	if serr := <-h.done; err == nil && serr != nil && !errors.Is(serr, net.ErrClosed) {
+		err = serr
+	}
+	return err
+}
+
+// benchMDS is a metadata server with four fake data servers, a directory
+// per client and one rpc.Client shared by the clients.
+type benchMDS struct {
+	s    *Server
+	c    *rpc.Client
+	dirs []uint64
+	inos [][]uint64 // per worker: files it created, for stat
+	once sync.Once
+	err  error
+}
+
+func startBenchMDS(ctx context.Context, dir string, clients int) (*benchMDS, error) {
+	secret, err := capability.NewSecret()
+	if err != nil {
+		return nil, err
+	}
+	cfg := DefaultConfig()
+	cfg.Listen, cfg.RaftAddr, cfg.Dir, cfg.Secret = "127.0.0.1:0", "127.0.0.1:0", dir, secret
+	cfg.RaftTimeout = benchTimeout
+	cfg.HeartbeatTimeout = 24 * time.Hour // the fake data servers beat once
+	s, err := New(cfg, Deps{})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Start(ctx); err != nil {
+		return nil, err
+	}
+	b := &benchMDS{s: s, c: rpc.NewClient(rpc.ClientConfig{MaxConnsPerHost: clients}), inos: make([][]uint64, clients)}
+	fail := func(err error) (*benchMDS, error) { return nil, errors.Join(err, b.close()) }
+	select {
+	case <-s.Ready():
+	case <-ctx.Done():
+		return fail(ctx.Err())
+	}
+	for i := 0; i < 4; i++ {
+		id := "bench-ds" + strconv.Itoa(i)
+		hb := &rpc.HeartbeatReq{ID: id, Node: id, Addr: "127.0.0.1:1", Capacity: 1 << 44, Free: 1 << 43}
+		if err := b.c.Call(ctx, s.Addr(), rpc.MHeartbeat, hb, &rpc.HeartbeatResp{}); err != nil {
+			return fail(err)
+		}
+	}
+	for w := 0; w < clients; w++ {
+		var a rpc.AttrResp
+		req := &rpc.MkdirReq{Parent: rpc.RootIno, Name: "client" + strconv.Itoa(w), Mode: 0o755}
+		if err := b.c.Call(ctx, s.Addr(), rpc.MMkdir, req, &a); err != nil {
+			return fail(err)
+		}
+		b.dirs = append(b.dirs, a.Attr.Ino)
+	}
+	return b, nil
+}
+
+// create makes a new file in the worker's directory.
+func (b *benchMDS) create(ctx context.Context, w int, seq int64) error {
+	var r rpc.CreateResp
+	req := &rpc.CreateReq{Parent: b.dirs[w], Name: "f" + strconv.FormatInt(seq, 10), Mode: 0o644, Exclusive: true}
+	if err := b.c.Call(ctx, b.s.Addr(), rpc.MCreate, req, &r); err != nil {
+		return err
+	}
+	if len(b.inos[w]) < 4096 {
+		b.inos[w] = append(b.inos[w], r.Attr.Ino)
+	}
+	return nil
+}
+
+// stat gets the attributes of one of the files the worker created, or of
+// its directory.
+func (b *benchMDS) stat(ctx context.Context, w int, seq int64) error {
+	ino := b.dirs[w]
+	if n := len(b.inos[w]); n > 0 {
+		ino = b.inos[w][seq%int64(n)]
+	}
+	var r rpc.AttrResp
+	return b.c.Call(ctx, b.s.Addr(), rpc.MGetattr, &rpc.InoReq{Ino: ino}, &r)
+}
+
+func (b *benchMDS) close() error {
+	b.once.Do(func() {
+		b.c.Close()
+		b.err = b.s.Close()
+	})
+	return b.err
+}
