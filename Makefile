@@ -2,10 +2,11 @@
 # what CI runs. See README.md.
 
 GO      ?= go
+MPICC   ?= mpicc
 BIN     := bin/strata
 FUZZTIME ?= 5s
 
-.PHONY: all build run demo test lint fuzz bench clean
+.PHONY: all build run demo test lint fuzz bench clean mpiio
 
 all: build
 
@@ -25,8 +26,15 @@ demo: build
 test:
 	contrib/test-deps.sh
 	$(MAKE) lint
+	@if command -v $(MPICC) >/dev/null 2>&1; then $(MAKE) mpiio; else \
+	echo "*** make test: $(MPICC) not found, NOT building libstrata_mpiio.so; the OpenMPI tests will skip (apt-get install openmpi-bin libopenmpi-dev) ***"; fi
 	$(GO) test -race -count=1 ./...
 	$(MAKE) fuzz
+
+# libstrata_mpiio.so (the MPI-IO hints shim) and the MPI-IO test programs,
+# into bin/, with Open MPI's mpicc. See docs/mpiio.md.
+mpiio:
+	$(MAKE) -C mpiio/shim OUT=$(CURDIR)/bin MPICC=$(MPICC)
 
 # go vet, gofmt and the import rules of ARCHITECTURE.md.
 lint:
