@@ -95,6 +95,7 @@ func commands() []command {
 		{"chmod", "files", "change permission bits", runChmod},
 		{"setstripe", "layout", "set the layout of a directory or an empty file", runSetstripe},
 		{"getstripe", "layout", "show a file's layout or a directory's policy", runGetstripe},
+		{"mpiio", "layout", "MPI-IO hints: a ROMIO hints file for a layout, check hints", runMPIIO},
 		{"df", "cluster", "show capacity, use and data servers", runDf},
 	}
 }
