@@ -9,7 +9,8 @@
 // (commands.go): the leader decides everything that is not deterministic —
 // the time, the placement of a new file's columns — before raft.Apply, and
 // the FSM validates and applies it against its current state (namespace.go,
-// attrs.go), so validation is race-free. Reads are served from the local
+// attrs.go), so validation is race-free. Concurrent commands are group
+// committed: several go into one raft entry (proposer.go). Reads are served from the local
 // FSM under a read lock (handlers.go says per endpoint whether a stale read
 // on a follower is acceptable). Soft state — a data server's free space,
 // load and last heartbeat — lives only in the leader's memory

@@ -66,7 +66,7 @@ func TestApplyBatch(t *testing.T) {
 	batch := encodeCommand(cmdBatch, &batchCmd{Cmds: [][]byte{
 		encodeCommand(cmdMkdir, &mkdirCmd{Parent: rpc.RootIno, Name: "d", Mode: 0o755, Now: 1}),
 		encodeCommand(cmdMkdir, &mkdirCmd{Parent: rpc.RootIno, Name: "d", Mode: 0o755, Now: 2}), // EEXIST
-		{byte(cmdIgnorable | 0x44)},                                                             // skipped
+		{byte(cmdIgnorable | 0x44)}, // skipped
 		encodeCommand(cmdSymlink, &symlinkCmd{Parent: rpc.RootIno, Name: "s", Target: "d", Now: 3}),
 	}})
 	out := f.ApplyBatch([]*raft.Log{
