@@ -1,0 +1,250 @@
+package fuse
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/daemon/rpc"
+)
+
+// openFile is the state of one inode while handles are open on it on this
+// mount: one client.File shared by all of them (so they agree on the size
+// and see each other's writes) and the write-behind buffer.
+type openFile struct {
+	fsys *fileSystem
+	ino  uint64
+
+	// refs, closing and done are guarded by fsys.mu.
+	refs    int
+	closing bool
+	done    chan struct{} // closed when close has finished
+
+	mu      sync.Mutex     // guards the fields below
+	f       *client.File   // nil until the first I/O of a file this mount created
+	retired []*client.File // read-only files replaced by a writable one; closed last
+	attr    rpc.Attr       // the last attributes seen
+	silly   []sillyEntry   // names this inode was moved to when unlinked while open
+
+	w writer
+}
+
+// sillyEntry is a name an unlinked open file was moved to.
+type sillyEntry struct {
+	parent uint64
+	name   string
+}
+
+func newOpenFile(fsys *fileSystem, ino uint64) *openFile {
+	of := &openFile{fsys: fsys, ino: ino, done: make(chan struct{})}
+	of.w.init(of)
+	return of
+}
+
+// setCreated records the attributes of a file this mount just created;
+// its File is opened on first use.
+func (of *openFile) setCreated(a *rpc.Attr) {
+	of.mu.Lock()
+	of.attr = *a
+	of.mu.Unlock()
+}
+
+// open makes sure the shared File can write (if write is set) and, with
+// fresh, fetches fresh attributes and layout (close-to-open). It returns
+// the attributes.
+func (of *openFile) open(write, fresh bool) (*rpc.Attr, error) {
+	of.mu.Lock()
+	defer of.mu.Unlock()
+	switch {
+	case of.f == nil || (write && !of.f.Writable()):
+		flag := os.O_RDONLY
+		if write || (of.f != nil && of.f.Writable()) {
+			flag = os.O_RDWR
+		}
+		f, a, err := of.fsys.c.OpenIno(of.fsys.ctx, of.ino, flag)
+		if err != nil {
+			return nil, err
+		}
+		if of.f != nil {
+			of.retired = append(of.retired, of.f)
+		}
+		of.f, of.attr = f, *a
+	case fresh:
+		a, err := of.f.Refresh(of.fsys.ctx)
+		if err != nil {
+			return nil, err
+		}
+		of.attr = *a
+	}
+	a := of.attr
+	return &a, nil
+}
+
+// refresh fetches the layout and attributes again if the shared File is
+// open (after the file's layout changed).
+func (of *openFile) refresh() error {
+	of.mu.Lock()
+	defer of.mu.Unlock()
+	if of.f == nil {
+		return nil
+	}
+	a, err := of.f.Refresh(of.fsys.ctx)
+	if err != nil {
+		return err
+	}
+	of.attr = *a
+	return nil
+}
+
+// file returns the shared File, opening it if this mount created the file
+// and has not used it yet.
+func (of *openFile) file(write bool) (*client.File, error) {
+	of.mu.Lock()
+	f := of.f
+	of.mu.Unlock()
+	if f != nil && (!write || f.Writable()) {
+		return f, nil
+	}
+	if _, err := of.open(write, false); err != nil {
+		return nil, err
+	}
+	of.mu.Lock()
+	defer of.mu.Unlock()
+	return of.f, nil
+}
+
+// lastAttr returns the last attributes seen, with the size this mount
+// knows.
+func (of *openFile) lastAttr() *rpc.Attr {
+	of.mu.Lock()
+	a := of.attr
+	of.mu.Unlock()
+	a.Size = max(a.Size, of.size())
+	return &a
+}
+
+// size is the file's size as this mount knows it: the File's, grown by
+// data still in the write-behind buffer.
+func (of *openFile) size() uint64 {
+	of.mu.Lock()
+	f := of.f
+	of.mu.Unlock()
+	var n int64
+	if f != nil {
+		n = f.Size()
+	}
+	return uint64(max(n, of.w.pendingEnd()))
+}
+
+// merge applies what this mount knows to attributes from the MDS.
+func (of *openFile) merge(a *rpc.Attr) {
+	a.Size = max(a.Size, of.size())
+	of.mu.Lock()
+	silly := uint32(len(of.silly))
+	a.Nlink -= min(a.Nlink, silly)
+	attr := *a
+	of.attr = attr
+	of.mu.Unlock()
+}
+
+// read reads at off, after the write-behind data has reached the data
+// servers. It returns fewer bytes at the end of the file.
+func (of *openFile) read(dest []byte, off int64) (int, error) {
+	of.w.wait()
+	f, err := of.file(false)
+	if err != nil {
+		return 0, err
+	}
+	n, err := f.ReadAt(dest, off)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return n, err
+}
+
+// write accepts data at off into the write-behind buffer.
+func (of *openFile) write(data []byte, off int64) error {
+	f, err := of.file(true)
+	if err != nil {
+		return err
+	}
+	return of.w.write(f, data, off)
+}
+
+// sync writes back the buffered data, then makes it durable and
+// publishes the size (LAYOUTCOMMIT). The first error of a write behind is
+// reported here.
+func (of *openFile) sync() error {
+	err := of.w.drain()
+	of.mu.Lock()
+	f := of.f
+	of.mu.Unlock()
+	if f != nil && f.Writable() {
+		if serr := f.Sync(); err == nil {
+			err = serr
+		}
+	}
+	return err
+}
+
+// truncate sets the size through the shared File, after the buffered data
+// is written.
+func (of *openFile) truncate(size uint64) error {
+	if err := of.w.drain(); err != nil {
+		return err
+	}
+	f, err := of.file(true)
+	if err != nil {
+		return err
+	}
+	return f.Truncate(int64(size))
+}
+
+// addSilly records a name this inode was moved to on unlink.
+func (of *openFile) addSilly(parent uint64, name string) {
+	of.mu.Lock()
+	of.silly = append(of.silly, sillyEntry{parent: parent, name: name})
+	of.mu.Unlock()
+}
+
+// hasSilly reports whether name in parent is one of this inode's silly
+// names.
+func (of *openFile) hasSilly(parent uint64, name string) bool {
+	of.mu.Lock()
+	defer of.mu.Unlock()
+	for _, s := range of.silly {
+		if s.parent == parent && s.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// close runs at the last release: write back, sync, close the files and
+// remove the silly names. It returns the first error.
+func (of *openFile) close() error {
+	err := of.w.drain()
+	of.mu.Lock()
+	files := append(of.retired, of.f)
+	silly := of.silly
+	of.f, of.retired, of.silly = nil, nil, nil
+	of.mu.Unlock()
+	for _, f := range files {
+		if f == nil {
+			continue
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	for _, s := range silly {
+		uerr := of.fsys.c.UnlinkIno(of.fsys.ctx, s.parent, s.name)
+		if uerr != nil && !errors.Is(uerr, syscall.ENOENT) && err == nil {
+			err = uerr
+		}
+	}
+	return err
+}
