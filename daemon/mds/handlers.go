@@ -25,6 +25,7 @@ import (
 //   - statfs: stale allowed, but the capacity part is leader soft state, so
 //     it is only meaningful on the leader.
 //   - cluster: describes the node that answers; any node.
+//   - lock calls: leader only (locks.go); a follower answers EAGAIN.
 //
 // Every change goes through raft.Apply, which fails with EAGAIN on a node
 // that is not the leader.
@@ -54,6 +55,10 @@ func (s *Server) register(m *rpc.Mux) {
 	handle(s, m, rpc.MLayoutReturn, s.layoutReturn)
 	handle(s, m, rpc.MHeartbeat, s.heartbeat)
 	handle(s, m, rpc.MCluster, s.cluster)
+	handle(s, m, rpc.MLockGet, s.lockGet)
+	handle(s, m, rpc.MLockSet, s.lockSet)
+	handle(s, m, rpc.MLockRelease, s.lockRelease)
+	handle(s, m, rpc.MSessionRenew, s.sessionRenew)
 }
 
 // handle registers fn for method and counts its calls and failures.

@@ -36,6 +36,7 @@ type Server struct {
 	def   layout.Policy // the cluster default, complete
 	fsm   *fsm
 	reg   *registry
+	locks *lockTable
 	met   *metrics
 	dsc   *rpc.Client // calls to data servers (GC)
 	ready chan struct{}
@@ -76,6 +77,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		def:   def,
 		fsm:   newFSM(),
 		reg:   newRegistry(cfg.HeartbeatTimeout, deps.Clock, rand.Uint64()),
+		locks: newLockTable(cfg.HeartbeatTimeout, deps.Clock),
 		met:   &metrics{},
 		dsc:   rpc.NewClient(rpc.ClientConfig{Timeout: gcCallTimeout, MaxConnsPerHost: gcParallel}),
 		ready: make(chan struct{}),
