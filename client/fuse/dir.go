@@ -40,6 +40,9 @@ var (
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	d := &dirHandle{n: n}
 	d.reset()
+	n.mu.Lock()
+	n.openDirs++
+	n.mu.Unlock()
 	return d, 0, 0
 }
 
@@ -127,4 +130,8 @@ func (d *dirHandle) Lookup(ctx context.Context, name string, out *gofuse.EntryOu
 func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno { return 0 }
 
 // Releasedir drops the listing.
-func (d *dirHandle) Releasedir(ctx context.Context, releaseFlags uint32) {}
+func (d *dirHandle) Releasedir(ctx context.Context, releaseFlags uint32) {
+	d.n.mu.Lock()
+	d.n.openDirs--
+	d.n.mu.Unlock()
+}

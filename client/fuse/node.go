@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"syscall"
 
@@ -18,8 +19,10 @@ type node struct {
 	fs.Inode
 	fsys *fileSystem
 
-	mu    sync.Mutex
-	stamp cacheStamp // what the file looked like at its last open here
+	mu       sync.Mutex
+	stamp    cacheStamp // what the file looked like at its last open here
+	last     rpc.Attr   // the last attributes sent to the kernel
+	openDirs int        // directory handles open on this node
 }
 
 // cacheStamp is what decides whether the kernel may keep a file's cached
@@ -67,7 +70,18 @@ func (n *node) ino() uint64 { return n.StableAttr().Ino }
 func (n *node) child(ctx context.Context, a *rpc.Attr, out *gofuse.EntryOut) *fs.Inode {
 	n.fsys.merge(a)
 	fillAttr(&out.Attr, a, n.fsys.blksize())
-	return n.NewInode(ctx, &node{fsys: n.fsys}, fs.StableAttr{Mode: fileType(a.Mode), Ino: a.Ino})
+	ch := n.NewInode(ctx, &node{fsys: n.fsys}, fs.StableAttr{Mode: fileType(a.Mode), Ino: a.Ino})
+	if cn, ok := ch.Operations().(*node); ok {
+		cn.remember(a)
+	}
+	return ch
+}
+
+// remember keeps the attributes last sent to the kernel.
+func (n *node) remember(a *rpc.Attr) {
+	n.mu.Lock()
+	n.last = *a
+	n.mu.Unlock()
 }
 
 // Lookup finds name in this directory.
@@ -83,9 +97,21 @@ func (n *node) Lookup(ctx context.Context, name string, out *gofuse.EntryOut) (*
 // MDS does not yet (uncommitted size).
 func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *gofuse.AttrOut) syscall.Errno {
 	a, err := n.fsys.getattr(n.ino())
+	if err != nil && errors.Is(err, syscall.ENOENT) {
+		// A directory removed (renamed over) while open here: fstat on
+		// its descriptor still works, with no links.
+		n.mu.Lock()
+		if n.openDirs > 0 && n.last.Ino != 0 {
+			last := n.last
+			last.Nlink = 0
+			a, err = &last, nil
+		}
+		n.mu.Unlock()
+	}
 	if err != nil {
 		return n.fsys.errs.fail("getattr", n.ino(), err)
 	}
+	n.remember(a)
 	fillAttr(&out.Attr, a, n.fsys.blksize())
 	return 0
 }
