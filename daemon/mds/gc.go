@@ -121,7 +121,9 @@ func (s *Server) gcRound(ctx context.Context, retry map[orphanKey]gcRetry) bool 
 	}
 	if len(purged) > 0 {
 		if _, err := s.apply(cmdPurge, &purgeCmd{Orphans: purged}); err != nil {
-			s.log.Warn("gc_purge_failed", "orphans", len(purged), "err", err)
+			if ctx.Err() == nil { // not shutting down: retried next round
+				s.log.Warn("gc_purge_failed", "orphans", len(purged), "err", err)
+			}
 			return false
 		}
 		for _, k := range purged {
