@@ -16,6 +16,9 @@ var (
 	// ErrBusy is an unmount refused because a process has a file open or
 	// its working directory in the mount.
 	ErrBusy = errors.New("fuse: target is busy")
+	// ErrDetached is an unmount that found the mount busy and detached it
+	// (lazy unmount): it is served until its last user lets go.
+	ErrDetached = errors.New("fuse: target is busy: detached it (lazy unmount)")
 	// ErrNotMounted is an unmount of a directory that is no FUSE mount.
 	ErrNotMounted = errors.New("fuse: not mounted")
 )

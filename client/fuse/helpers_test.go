@@ -41,10 +41,11 @@ func mountCluster(t testing.TB, cl *testcluster.Cluster, opts Options) *Server {
 		t.Fatalf("mount: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := s.Unmount(ctx, true); err != nil {
-			t.Errorf("unmount: %v", err)
+			// Detached: something of the test still holds the mount.
+			t.Errorf("unmount at the end of the test: %v", err)
 		}
 	})
 	return s

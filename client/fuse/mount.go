@@ -137,16 +137,18 @@ func (s *Server) Wait() { <-s.done }
 
 // Unmount unmounts and waits for serving to end. While the mount is busy
 // (a process has a file open or its working directory in it) it retries
-// until ctx ends; then, with lazy, it detaches the mount (it disappears
-// from the namespace now and this Server serves the processes that still
-// use it until they let go; Wait returns then), else it returns an error
-// wrapping ErrBusy and the mount keeps working.
+// until ctx ends; then, with lazy, it detaches the mount and returns
+// ErrDetached: the mount is gone from the namespace, and this Server
+// serves the processes that still use it until they let go (Wait returns
+// then). Without lazy it returns an error wrapping ErrBusy and the mount
+// keeps working.
 func (s *Server) Unmount(ctx context.Context, lazy bool) error {
 	backoff := 20 * time.Millisecond
 	for {
 		err := unmount(s.dir, false)
 		if err == nil || errors.Is(err, ErrNotMounted) {
-			break
+			<-s.done
+			return nil
 		}
 		if !errors.Is(err, ErrBusy) {
 			return err
@@ -169,10 +171,8 @@ func (s *Server) Unmount(ctx context.Context, lazy bool) error {
 			return err
 		}
 		s.log.Warn("mount was busy: detached it; it is served until its last user lets go")
-		break
+		return fmt.Errorf("unmount %s: %w", s.dir, ErrDetached)
 	}
-	<-s.done
-	return nil
 }
 
 // Unmount unmounts the FUSE file system mounted on dir (as `strata umount`

@@ -12,8 +12,8 @@ const (
 	minWriteBuf     = 1 << 20
 	maxWriteBuf     = 8 << 20
 	firstWriteBuf   = 64 << 10
-	writesPerFile   = 4 // buffers of one file in flight at once
-	freeBufsPerFile = writesPerFile + 1
+	writesPerFile   = 16 // buffers of one file in flight at once (bytes are bounded by the mount's budget)
+	freeBufsPerFile = 4  // full-size buffers a file keeps for reuse
 )
 
 // writer gathers the writes of one open inode into buffers and writes
