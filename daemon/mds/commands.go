@@ -42,6 +42,9 @@ const (
 	cmdRegisterDS  cmdType = 14 // registerCmd
 	cmdPurge       cmdType = 15 // purgeCmd
 	cmdBatch       cmdType = 16 // batchCmd
+	cmdLockSet     cmdType = 17 // lockCmd
+	cmdLockRelease cmdType = 18 // lockCmd
+	cmdSessionDrop cmdType = 19 // sessionCmd
 )
 
 // errUnknownCommand is wrapped when a log entry has a type this binary does
@@ -202,6 +205,10 @@ func newPayload(t cmdType) any {
 		return new(purgeCmd)
 	case cmdBatch:
 		return new(batchCmd)
+	case cmdLockSet, cmdLockRelease:
+		return new(lockCmd)
+	case cmdSessionDrop:
+		return new(sessionCmd)
 	}
 	return nil
 }

@@ -165,6 +165,12 @@ func (st *state) apply(t cmdType, p any) result {
 		return st.applyRegister(p.(*registerCmd))
 	case cmdPurge:
 		return st.applyPurge(p.(*purgeCmd))
+	case cmdLockSet:
+		return st.applyLockSet(p.(*lockCmd))
+	case cmdLockRelease:
+		return st.applyLockRelease(p.(*lockCmd))
+	case cmdSessionDrop:
+		return st.applySessionDrop(p.(*sessionCmd))
 	}
 	panic(fmt.Sprintf("mds: command type %d has a payload but no apply", t))
 }

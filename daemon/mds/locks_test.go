@@ -2,6 +2,9 @@ package mds
 
 import (
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -22,9 +25,7 @@ const (
 )
 
 func TestLockTable(t *testing.T) {
-	var now atomic.Int64
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	tb := newLockTable(time.Second, clock)
+	tb := lockTable{}
 	const a, b = 1, 2 // sessions
 	set := func(s uint64, l rpc.Lock) error { return tb.set(s, 7, l) }
 	mustSet := func(s uint64, l rpc.Lock) {
@@ -87,19 +88,52 @@ func TestLockTable(t *testing.T) {
 	if c := tb.get(b, 7, lk(wr, 0, 49, 5)); c.Type != un {
 		t.Fatalf("a's locks survived release: %+v", c)
 	}
-	// A lapsed lease drops the session's locks.
-	tb.renew(a)
-	now.Add(int64(500 * time.Millisecond))
-	tb.renew(a)
-	now.Add(int64(800 * time.Millisecond)) // b last seen 1.3s ago, a 0.8s
+	// Dropping a session drops its locks only.
+	tb.dropSession(b)
 	if c := tb.get(a, 7, lk(wr, 50, 149, 1)); c.Type != un {
-		t.Fatalf("b's locks outlived its lease: %+v", c)
+		t.Fatalf("b's locks outlived its session: %+v", c)
 	}
 	if c := tb.get(b, 7, rpc.Lock{Type: wr, Owner: 1, Flock: true, End: rpc.LockEOF}); c.Type != rd {
-		t.Fatalf("a's renewed flock lock is gone: %+v", c)
+		t.Fatalf("a's flock lock went with b's session: %+v", c)
 	}
 }
 
+// TestLockTableCopyOnWrite: a captured table (a snapshot) never sees later
+// changes.
+func TestLockTableCopyOnWrite(t *testing.T) {
+	tb := lockTable{}
+	if err := tb.set(1, 7, lk(wr, 0, 9, 1)); err != nil {
+		t.Fatal(err)
+	}
+	snap := maps.Clone(tb)
+	before := fmt.Sprint(snap)
+	_ = tb.set(1, 7, lk(un, 3, 4, 1))
+	_ = tb.set(2, 7, lk(rd, 20, 30, 1))
+	tb.release(1, 7, 1)
+	tb.dropSession(2)
+	if after := fmt.Sprint(snap); after != before {
+		t.Fatalf("snapshot changed from %s to %s", before, after)
+	}
+}
+
+func TestLeases(t *testing.T) {
+	var now atomic.Int64
+	l := newLeases(time.Second, func() time.Time { return time.Unix(0, now.Load()) })
+	l.takeOffice()
+	held := map[uint64]bool{1: true, 2: true, 3: true}
+	l.renew(1)
+	now.Add(int64(600 * time.Millisecond))
+	l.renew(2)
+	if got := l.lapsed(held); len(got) != 0 {
+		t.Fatalf("lapsed after 0.6s = %v", got)
+	}
+	now.Add(int64(600 * time.Millisecond)) // 1: 1.2s, 2: 0.6s, 3 (never seen): 1.2s since office
+	got := l.lapsed(held)
+	slices.Sort(got)
+	if !slices.Equal(got, []uint64{1, 3}) {
+		t.Fatalf("lapsed = %v, want [1 3]", got)
+	}
+}
 func TestLocksOverRPC(t *testing.T) {
 	m := startMDS(t, testConfig(t.TempDir()))
 	m.fakeDSes(1)
@@ -126,5 +160,63 @@ func TestLocksOverRPC(t *testing.T) {
 	}
 	if _, err := call[rpc.Empty](m, rpc.MLockSet, &rpc.LockReq{Session: 12, Ino: 9999, Lock: lk(rd, 0, 1, 1)}); !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("lock on a missing inode: %v", err)
+	}
+}
+
+// TestLocksSurviveRestart: granted locks are in the FSM, so a restart of
+// the MDS (from the log, and from a snapshot) keeps them; their sessions
+// get one lease from the restart to renew, and lose them if they do not.
+func TestLocksSurviveRestart(t *testing.T) {
+	for _, snapshot := range []bool{false, true} {
+		t.Run(fmt.Sprintf("snapshot=%v", snapshot), func(t *testing.T) {
+			cfg := testConfig(t.TempDir())
+			m := startMDS(t, cfg)
+			m.fakeDSes(1)
+			f := m.createF(rpc.RootIno, "f", "")
+			must[rpc.Empty](m, rpc.MLockSet, &rpc.LockReq{Session: 21, Ino: f, Lock: lk(wr, 0, 99, 1)})
+			must[rpc.Empty](m, rpc.MLockSet, &rpc.LockReq{Session: 22, Ino: f, Lock: rpc.Lock{Type: rd, Owner: 2, Flock: true, End: rpc.LockEOF}})
+			if snapshot {
+				if err := m.node.raft.Snapshot().Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			m2 := startMDS(t, cfg)
+			_, err := call[rpc.Empty](m2, rpc.MLockSet, &rpc.LockReq{Session: 23, Ino: f, Lock: lk(rd, 50, 50, 1)})
+			if !errors.Is(err, syscall.EAGAIN) {
+				t.Fatalf("lock over a lock granted before the restart: %v, want EAGAIN", err)
+			}
+			got := must[rpc.LockResp](m2, rpc.MLockGet, &rpc.LockReq{Session: 23, Ino: f, Lock: rpc.Lock{Type: wr, Owner: 3, Flock: true, End: rpc.LockEOF}})
+			if got.Lock.Type != rd || !got.Lock.Flock {
+				t.Fatalf("flock after restart = %+v, want session 22's read flock", got.Lock)
+			}
+			// Session 21 renews; 22 does not and lapses after one lease.
+			must[rpc.SessionResp](m2, rpc.MSessionRenew, &rpc.SessionReq{Session: 21})
+			eventually(t, 10*time.Second, "session 22's flock to lapse", func() bool {
+				must[rpc.SessionResp](m2, rpc.MSessionRenew, &rpc.SessionReq{Session: 21})
+				_, err := call[rpc.Empty](m2, rpc.MLockSet, &rpc.LockReq{Session: 23, Ino: f, Lock: rpc.Lock{Type: wr, Owner: 3, Flock: true, End: rpc.LockEOF}})
+				return err == nil
+			})
+			if _, err := call[rpc.Empty](m2, rpc.MLockSet, &rpc.LockReq{Session: 23, Ino: f, Lock: lk(rd, 50, 50, 1)}); !errors.Is(err, syscall.EAGAIN) {
+				t.Fatalf("renewed session 21 lost its lock: %v", err)
+			}
+		})
+	}
+}
+
+// TestLocksDroppedWithFile: unlinking a file drops its locks.
+func TestLocksDroppedWithFile(t *testing.T) {
+	m := startMDS(t, testConfig(t.TempDir()))
+	m.fakeDSes(1)
+	f := m.createF(rpc.RootIno, "f", "")
+	must[rpc.Empty](m, rpc.MLockSet, &rpc.LockReq{Session: 31, Ino: f, Lock: lk(wr, 0, 9, 1)})
+	must[rpc.Empty](m, rpc.MUnlink, &rpc.EntryReq{Parent: rpc.RootIno, Name: "f"})
+	m.fsm.mu.RLock()
+	n := len(m.fsm.st.locks)
+	m.fsm.mu.RUnlock()
+	if n != 0 {
+		t.Fatalf("%d inodes still hold locks after the unlink", n)
 	}
 }

@@ -231,6 +231,7 @@ func (st *state) dropLink(ino uint64, now int64) {
 		st.orphans[orphanKey{Ino: ino, Gen: n.Layout.Generation}] = orphan{Ino: ino, Layout: n.Layout}
 	}
 	delete(st.inodes, ino)
+	delete(st.locks, ino)
 }
 
 func (st *state) applyRename(c *renameCmd) result {

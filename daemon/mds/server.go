@@ -30,16 +30,16 @@ type Deps struct {
 // Server is a metadata server. Create it with New, then Start; Close stops
 // it. Its methods are safe for concurrent use.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	clock func() time.Time
-	def   layout.Policy // the cluster default, complete
-	fsm   *fsm
-	reg   *registry
-	locks *lockTable
-	met   *metrics
-	dsc   *rpc.Client // calls to data servers (GC)
-	ready chan struct{}
+	cfg    Config
+	log    *slog.Logger
+	clock  func() time.Time
+	def    layout.Policy // the cluster default, complete
+	fsm    *fsm
+	reg    *registry
+	leases *leases
+	met    *metrics
+	dsc    *rpc.Client // calls to data servers (GC)
+	ready  chan struct{}
 
 	mu        sync.Mutex // guards the lifecycle fields below
 	started   bool
@@ -71,16 +71,16 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	cfg.Secret = slices.Clone(cfg.Secret)
 	return &Server{
-		cfg:   cfg,
-		log:   deps.Log.With("component", "mds", "mds_id", cfg.ID),
-		clock: deps.Clock,
-		def:   def,
-		fsm:   newFSM(),
-		reg:   newRegistry(cfg.HeartbeatTimeout, deps.Clock, rand.Uint64()),
-		locks: newLockTable(cfg.HeartbeatTimeout, deps.Clock),
-		met:   &metrics{},
-		dsc:   rpc.NewClient(rpc.ClientConfig{Timeout: gcCallTimeout, MaxConnsPerHost: gcParallel}),
-		ready: make(chan struct{}),
+		cfg:    cfg,
+		log:    deps.Log.With("component", "mds", "mds_id", cfg.ID),
+		clock:  deps.Clock,
+		def:    def,
+		fsm:    newFSM(),
+		reg:    newRegistry(cfg.HeartbeatTimeout, deps.Clock, rand.Uint64()),
+		leases: newLeases(cfg.HeartbeatTimeout, deps.Clock),
+		met:    &metrics{},
+		dsc:    rpc.NewClient(rpc.ClientConfig{Timeout: gcCallTimeout, MaxConnsPerHost: gcParallel}),
+		ready:  make(chan struct{}),
 	}, nil
 }
 
@@ -167,6 +167,7 @@ func (s *Server) watchLeader(ctx context.Context) {
 				continue
 			}
 		}
+		s.leases.takeOffice()
 		s.log.Info("mds_ready", "term", r.CurrentTerm(), "applied_index", r.AppliedIndex())
 		close(s.ready)
 		return

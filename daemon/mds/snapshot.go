@@ -15,7 +15,10 @@ import (
 // A snapshot is a stream of records, each a uvarint length and an
 // rpc.Marshal encoding: one snapHeader, then Inodes inode records in inode
 // order, Orphans orphan records in key order, DataServers dsRecord records
-// in id order. The order makes the encoding of a state canonical.
+// in id order, then Locks lockRecord records in inode order, each inode's
+// locks in table order. The order makes the encoding of a state canonical.
+// (Locks was appended to the header later: a snapshot without it decodes
+// with none.)
 
 // snapVersion is the snapshot format written by this binary.
 const snapVersion = 1
@@ -31,6 +34,13 @@ type snapHeader struct {
 	Inodes      uint64
 	Orphans     uint64
 	DataServers uint64
+	Locks       uint64
+}
+
+// lockRecord is one granted lock in a snapshot.
+type lockRecord struct {
+	Ino  uint64
+	Held heldLock
 }
 
 // writeSnapshot encodes v to w.
@@ -53,6 +63,9 @@ func writeSnapshot(w io.Writer, v snapshotView) error {
 		Orphans:     uint64(len(v.orphans)),
 		DataServers: uint64(len(v.ds)),
 	}
+	for _, ls := range v.locks {
+		h.Locks += uint64(len(ls))
+	}
 	if err := put(&h); err != nil {
 		return fmt.Errorf("write snapshot: %w", err)
 	}
@@ -74,6 +87,13 @@ func writeSnapshot(w io.Writer, v snapshotView) error {
 		r := v.ds[id]
 		if err := put(&r); err != nil {
 			return fmt.Errorf("write snapshot data server %s: %w", id, err)
+		}
+	}
+	for _, ino := range slices.Sorted(maps.Keys(v.locks)) {
+		for _, l := range v.locks[ino] {
+			if err := put(&lockRecord{Ino: ino, Held: l}); err != nil {
+				return fmt.Errorf("write snapshot lock on %d: %w", ino, err)
+			}
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -116,6 +136,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		nextIno: h.NextIno,
 		orphans: map[orphanKey]orphan{},
 		ds:      map[string]dsRecord{},
+		locks:   lockTable{},
 		epoch:   1,
 	}
 	for i := uint64(0); i < h.Inodes; i++ {
@@ -142,6 +163,13 @@ func readSnapshot(r io.Reader) (*state, error) {
 			return nil, fmt.Errorf("%w: data server record %d: %w", ErrSnapshot, i, err)
 		}
 		st.ds[d.ID] = d
+	}
+	for i := uint64(0); i < h.Locks; i++ {
+		var l lockRecord
+		if err := get(&l); err != nil {
+			return nil, fmt.Errorf("%w: lock record %d: %w", ErrSnapshot, i, err)
+		}
+		st.locks[l.Ino] = append(st.locks[l.Ino], l.Held)
 	}
 	if err := st.check(); err != nil {
 		return nil, err

@@ -92,6 +92,7 @@ type state struct {
 	nextIno uint64
 	orphans map[orphanKey]orphan
 	ds      map[string]dsRecord
+	locks   lockTable
 	epoch   uint64 // bumped by each snapshot; see inode
 }
 
@@ -102,6 +103,7 @@ func newState() *state {
 		nextIno: rpc.RootIno + 1,
 		orphans: map[orphanKey]orphan{},
 		ds:      map[string]dsRecord{},
+		locks:   lockTable{},
 		epoch:   1,
 	}
 	st.inodes[rpc.RootIno] = &inode{
@@ -217,6 +219,7 @@ type snapshotView struct {
 	nextIno uint64
 	orphans map[orphanKey]orphan
 	ds      map[string]dsRecord
+	locks   lockTable
 }
 
 // capture returns a view of the current state and starts a new epoch, so
@@ -227,6 +230,7 @@ func (st *state) capture() snapshotView {
 		nextIno: st.nextIno,
 		orphans: maps.Clone(st.orphans),
 		ds:      maps.Clone(st.ds),
+		locks:   maps.Clone(st.locks),
 	}
 	st.epoch++
 	return v
