@@ -4,9 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/internal/testcluster"
 )
 
@@ -57,4 +59,20 @@ func startMount(t testing.TB, n int, tcOpts ...testcluster.Option) (*testcluster
 	requireFUSE(t)
 	cl := testcluster.Start(t, n, tcOpts...)
 	return cl, mountCluster(t, cl, DefaultOptions())
+}
+
+func containsStr(s, sub string) bool { return strings.Contains(s, sub) }
+
+// deadClient returns a client of an MDS address where nothing listens.
+func deadClient(t *testing.T) *client.Client {
+	t.Helper()
+	cfg := client.DefaultConfig()
+	cfg.MDS = "127.0.0.1:1"
+	cfg.Timeout = time.Second
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
