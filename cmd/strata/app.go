@@ -81,6 +81,8 @@ func commands() []command {
 		{"dev", "daemons", "run an MDS, data servers and the admin API on loopback, in one process", runDev},
 		{"mds", "daemons", "run a metadata server", runMDS},
 		{"ds", "daemons", "run a data server", runDS},
+		{"mount", "daemons", "mount the namespace with FUSE, in the foreground", runMount},
+		{"umount", "daemons", "unmount a Strata mount", runUmount},
 		{"ls", "files", "list directories", runLs},
 		{"stat", "files", "show a file's attributes", runStat},
 		{"mkdir", "files", "make directories", runMkdir},
