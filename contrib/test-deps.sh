@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Installs with apt the system packages `make test` needs, only those that
-# are missing, so that it is a no-op on a machine that has them. Today the
-# tests need Go (not from apt: Debian's is too old, see README.md) and a C
-# compiler for the race detector. Later tiers add slurm-wlm, munge,
-# openmpi-bin, libopenmpi-dev, fuse3 and fio to PACKAGES.
+# are missing, so that it is a no-op on a machine that has them: Go itself
+# (not from apt: Debian's is too old, see README.md), a C compiler for the
+# race detector and the C plugins, FUSE and fio for the mount tests,
+# OpenMPI for the MPI-IO tests, and Slurm with munge and slurmrestd for the
+# job-tier tests.
 set -euo pipefail
 
-PACKAGES=(gcc libc6-dev git)
+PACKAGES=(
+	gcc libc6-dev git make
+	fuse3 fio attr
+	openmpi-bin libopenmpi-dev
+	slurm-wlm slurmrestd libslurm-dev munge
+)
 
 if ! command -v go >/dev/null 2>&1; then
 	echo "test-deps: go is not installed; install Go 1.26 or later from https://go.dev/dl (see README.md)" >&2
