@@ -362,6 +362,11 @@ func TestOpenMPI(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				out, errOut := w.mpirun(job{io: io, preload: preload, prog: "write_at_all", file: file, args: stripeHints()})
 				verified(t, out)
+				// Open MPI 4.1's MPI_File_get_info returns the keys the
+				// application passed, whatever is in effect (docs/mpiio.md).
+				if !strings.Contains(out, "(get_info: 2 keys)") {
+					t.Errorf("MPI_File_get_info did not return the 2 hints passed:\n%s", out)
+				}
 				if strings.Contains(errOut, "strata-mpiio") {
 					t.Errorf("the shim said something:\n%s", errOut)
 				}
