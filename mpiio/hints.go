@@ -75,11 +75,11 @@ func Spec(hints map[string]string) string {
 
 // Layout returns the layout policy the layout hints in hints ask for; the
 // fields they leave out are zero (inherited from the directory). Other
-// hints are ignored. It accepts a hint exactly when the MDS accepts the
-// item Spec makes of it, and a value with a comma never (the shim refuses
-// those rather than splice them into the layout string). The error names
-// the hint and its value: "hint striping_unit=3000: must be a multiple of
-// 4K"; it wraps ErrInvalid.
+// hints are ignored. It accepts hints exactly when the MDS accepts the
+// layout string Spec makes of them, and a value with a comma never (the
+// shim refuses those rather than splice them into the layout string). The
+// error names the hint and its value: "hint striping_unit=3000: must be a
+// multiple of 4K"; it wraps ErrInvalid.
 func Layout(hints map[string]string) (layout.Policy, error) {
 	var p layout.Policy
 	for _, h := range layoutHints() {
@@ -103,7 +103,36 @@ func Layout(hints map[string]string) (layout.Policy, error) {
 			p.Scheme, p.HasScheme = q.Scheme, q.HasScheme
 		}
 	}
+	// The rules that tie fields together (a scheme's width, the data
+	// servers a layout spans), as the MDS checks them on the whole string.
+	if err := p.Validate(); err != nil {
+		return layout.Policy{}, jointError(hints, err)
+	}
 	return p, nil
+}
+
+// jointError names the layout hints that together break a rule of the
+// layout grammar: the first one is the HintError's, the others follow in
+// the reason ("hint striping_factor=256: with strata_scheme=mirror:3:
+// width 256 with scheme mirror:3 spans 768 data servers: at most 256").
+func jointError(hints map[string]string, err error) error {
+	e := &HintError{}
+	var with []string
+	for _, h := range layoutHints() {
+		v, ok := hints[h.key]
+		switch {
+		case !ok:
+		case e.Key == "":
+			e.Key, e.Value = h.key, v
+		default:
+			with = append(with, h.key+"="+v)
+		}
+	}
+	e.Reason = strings.TrimPrefix(err.Error(), layout.ErrInvalid.Error()+": ")
+	if len(with) > 0 {
+		e.Reason = "with " + strings.Join(with, " ") + ": " + e.Reason
+	}
+	return e
 }
 
 // reason says in a few words why the layout grammar refused a hint's

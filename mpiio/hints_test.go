@@ -2,6 +2,7 @@ package mpiio
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -140,5 +141,20 @@ func TestHintsTable(t *testing.T) {
 		if !seen[k] {
 			t.Errorf("Recommend gives %s, which the table does not describe", k)
 		}
+	}
+}
+
+// TestJointError: a rule over several layout hints names all of them.
+func TestJointError(t *testing.T) {
+	hints := map[string]string{StrataScheme: "mirror:3", StripingFactor: "256", "cb_nodes": "2"}
+	err := jointError(hints, fmt.Errorf("%w: width 256 with scheme mirror:3 spans 768 data servers", layout.ErrInvalid))
+	want := "hint striping_factor=256: with strata_scheme=mirror:3: width 256 with scheme mirror:3 spans 768 data servers"
+	if err.Error() != want || !errors.Is(err, ErrInvalid) {
+		t.Errorf("jointError = %q, want %q", err, want)
+	}
+	// Whatever the layout grammar's joint rules are, Layout agrees with it.
+	_, err = Layout(hints)
+	if _, perr := layout.Parse(Spec(hints)); (err == nil) != (perr == nil) {
+		t.Errorf("Layout says %v, layout.Parse(%q) says %v", err, Spec(hints), perr)
 	}
 }

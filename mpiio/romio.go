@@ -2,7 +2,6 @@ package mpiio
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -205,20 +204,4 @@ func ParseHintsFile(text string) (map[string]string, error) {
 		h[f[0]] = f[1]
 	}
 	return h, nil
-}
-
-// FormatHints writes hints as "key=value" items sorted by key, separated
-// by sep: the form mpirun's IOR_HINT__MPI__ variables and the test
-// programs take.
-func FormatHints(hints map[string]string, sep string) string {
-	keys := make([]string, 0, len(hints))
-	for k := range hints {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	items := make([]string, len(keys))
-	for i, k := range keys {
-		items[i] = k + "=" + hints[k]
-	}
-	return strings.Join(items, sep)
 }
