@@ -56,25 +56,38 @@ func Recommend(l layout.Policy, nodes int) map[string]string {
 }
 
 func cbNodes(l layout.Policy, nodes int) int {
-	if l.Width > 0 && l.Width < nodes {
-		return l.Width
+	if w := dataColumns(l); w > 0 && w < nodes {
+		return w
 	}
 	return nodes
 }
 
+// dataColumns is the number of data columns of l: its width, or K for an
+// rs:K+M scheme that leaves the width out (such a layout has K columns);
+// 0 if unknown.
+func dataColumns(l layout.Policy) int {
+	if l.Width == 0 && l.HasScheme && l.Scheme.Kind == layout.KindRS {
+		return l.Scheme.K
+	}
+	return l.Width
+}
+
 // cbBufferSize is a multiple of the stripe unit: as many whole stripes
-// (width x unit) as fit in 16 MiB, at least one; a stripe larger than
-// that is capped at 64 MiB rounded down to whole units, at least one
+// (data columns x unit) as fit in 16 MiB, at least one; a stripe larger
+// than that is capped at 64 MiB rounded down to whole units, at least one
 // unit. An unset unit counts as 1 MiB, an unset width as "fill 16 MiB".
+// Whole stripes matter most with rs:K+M, where a partial stripe costs the
+// client a read-modify-write of the parity.
 func cbBufferSize(l layout.Policy) int64 {
 	unit := l.Unit
 	if unit <= 0 {
 		unit = assumedUnit
 	}
-	if l.Width <= 0 {
+	w := dataColumns(l)
+	if w <= 0 {
 		return max(cbTarget/unit, 1) * unit
 	}
-	stripe := int64(l.Width) * unit
+	stripe := int64(w) * unit
 	if stripe <= cbTarget {
 		return cbTarget / stripe * stripe
 	}
@@ -154,19 +167,20 @@ func explainKey(key string, l layout.Policy, nodes int, h map[string]string) []s
 			unit = assumedUnit
 		}
 		why := fmt.Sprintf("%d stripe units of %s", cb/unit, layout.FormatSize(unit))
-		if l.Width > 0 && cb%(int64(l.Width)*unit) == 0 {
-			why = fmt.Sprintf("%d whole stripes of %d x %s", cb/(int64(l.Width)*unit), l.Width, layout.FormatSize(unit))
+		if w := int64(dataColumns(l)); w > 0 && cb%(w*unit) == 0 {
+			why = fmt.Sprintf("%d whole stripes of %d x %s", cb/(w*unit), w, layout.FormatSize(unit))
 		}
 		return []string{
 			fmt.Sprintf("Bytes an aggregator gathers per round of a collective write: %s = %s,", layout.FormatSize(cb), why),
 			"a multiple of the unit so that every round ends on a unit boundary.",
 		}
 	case "cb_nodes":
-		if l.Width <= 0 {
+		w := dataColumns(l)
+		if w <= 0 {
 			return []string{fmt.Sprintf("Aggregators: one per node (%d). With the width known, no more than it:", nodes),
 				"more aggregators than data servers only queue on the same servers."}
 		}
-		return []string{fmt.Sprintf("Aggregators: min(nodes %d, width %d) = %s. More aggregators than data", nodes, l.Width, h[key]),
+		return []string{fmt.Sprintf("Aggregators: min(nodes %d, width %d) = %s. More aggregators than data", nodes, w, h[key]),
 			"servers only queue on the same servers; fewer than nodes leaves links idle."}
 	case "cb_config_list":
 		return []string{"At most one aggregator per node, so that aggregators use different nodes' links."}

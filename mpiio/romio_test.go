@@ -27,6 +27,7 @@ func TestRecommend(t *testing.T) {
 		{"width=8", 4, 16 << 20, "4"},
 		{"", 0, 16 << 20, ""},
 		{"scheme=none", 3, 16 << 20, "3"},
+		{"unit=1M,scheme=rs:3+2", 8, 15 << 20, "3"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.spec+"/"+strconv.Itoa(tc.nodes), func(t *testing.T) {
