@@ -99,6 +99,7 @@ func commands() []command {
 		{"getstripe", "layout", "show a file's layout or a directory's policy", runGetstripe},
 		{"mpiio", "layout", "MPI-IO hints: a ROMIO hints file for a layout, check hints", runMPIIO},
 		{"df", "cluster", "show capacity, use and data servers", runDf},
+		{"tier", "cluster", "job tiers: check a --storage-tier spec", runTier},
 	}
 }
 
