@@ -59,9 +59,9 @@ static int debug_enabled(void)
 
 /* hints is the layout hints of one open, as the shim sees them. */
 struct hints {
-    int n;                /* layout hints present */
-    int comma;            /* a value has a comma: it would splice items */
-    char spec[SPEC_MAX];  /* "width=4,unit=1048576" */
+    int n;                 /* layout hints present */
+    int comma;             /* a value has a comma: it would splice items */
+    char spec[SPEC_MAX];   /* "width=4,unit=1048576" */
     char given[GIVEN_MAX]; /* "striping_factor=4 striping_unit=1048576", for messages */
 };
 
