@@ -16,27 +16,31 @@ const DefaultMDS = "127.0.0.1:7000"
 
 // Config configures a Client.
 type Config struct {
-	MDS         string        // MDS address; default DefaultMDS
+	MDS         string        // MDS address, or a comma-separated list of the replicas; default DefaultMDS
 	Timeout     time.Duration // per RPC when the context has none; default 30s
 	Cred        rpc.Cred      // owner of what this client creates; default the process's uid/gid
 	MaxInflight int           // data requests in flight per file call; default 16
 	ChunkSize   int           // most bytes per data server request; default 4 MiB
+	// FailoverTimeout is how long a call keeps trying other MDS replicas
+	// while none leads (an election); default 15s.
+	FailoverTimeout time.Duration
 }
 
 // DefaultConfig returns the defaults: the dev MDS, this process's identity.
 func DefaultConfig() Config {
 	return Config{
-		MDS:         DefaultMDS,
-		Timeout:     30 * time.Second,
-		Cred:        rpc.Cred{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())},
-		MaxInflight: 16,
-		ChunkSize:   4 << 20,
+		MDS:             DefaultMDS,
+		Timeout:         30 * time.Second,
+		Cred:            rpc.Cred{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())},
+		MaxInflight:     16,
+		ChunkSize:       4 << 20,
+		FailoverTimeout: 15 * time.Second,
 	}
 }
 
 // Validate checks the configuration.
 func (c Config) Validate() error {
-	if c.MDS == "" {
+	if len(newMDSSet(c.MDS).addrs) == 0 {
 		return errors.New("client: no MDS address")
 	}
 	if c.MaxInflight < 1 || c.ChunkSize < 4096 || c.ChunkSize > rpc.MaxData {
@@ -47,9 +51,10 @@ func (c Config) Validate() error {
 
 // Client talks to one Strata namespace. It is safe for concurrent use.
 type Client struct {
-	cfg  Config
-	rpc  *rpc.Client
-	sess *session
+	cfg    Config
+	rpc    *rpc.Client
+	sess   *session
+	mdsSet *mdsSet
 }
 
 // New returns a Client. It does not contact the MDS; the first call does.
@@ -67,13 +72,17 @@ func New(cfg Config) (*Client, error) {
 	if cfg.ChunkSize == 0 {
 		cfg.ChunkSize = def.ChunkSize
 	}
+	if cfg.FailoverTimeout == 0 {
+		cfg.FailoverTimeout = def.FailoverTimeout
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return &Client{
-		cfg:  cfg,
-		rpc:  rpc.NewClient(rpc.ClientConfig{Timeout: cfg.Timeout, MaxConnsPerHost: 4 * cfg.MaxInflight}),
-		sess: newSession(),
+		cfg:    cfg,
+		rpc:    rpc.NewClient(rpc.ClientConfig{Timeout: cfg.Timeout, MaxConnsPerHost: 4 * cfg.MaxInflight}),
+		sess:   newSession(),
+		mdsSet: newMDSSet(cfg.MDS),
 	}, nil
 }
 
@@ -83,11 +92,6 @@ func (c *Client) Close() error {
 	c.sess.close()
 	c.rpc.Close()
 	return nil
-}
-
-// mds calls the MDS.
-func (c *Client) mds(ctx context.Context, method string, req, resp any) error {
-	return c.rpc.Call(ctx, c.cfg.MDS, method, req, resp)
 }
 
 // Cluster returns the MDS's view of the cluster.

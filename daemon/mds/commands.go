@@ -26,25 +26,26 @@ const cmdIgnorable cmdType = 0x80
 
 // The command types.
 const (
-	cmdInit        cmdType = 1  // initCmd
-	cmdCreate      cmdType = 2  // createCmd
-	cmdMkdir       cmdType = 3  // mkdirCmd
-	cmdSymlink     cmdType = 4  // symlinkCmd
-	cmdLink        cmdType = 5  // linkCmd
-	cmdUnlink      cmdType = 6  // entryCmd
-	cmdRmdir       cmdType = 7  // entryCmd
-	cmdRename      cmdType = 8  // renameCmd
-	cmdSetattr     cmdType = 9  // setattrCmd
-	cmdSetXattr    cmdType = 10 // xattrCmd
-	cmdRemoveXattr cmdType = 11 // xattrCmd
-	cmdRelayout    cmdType = 12 // relayoutCmd
-	cmdCommit      cmdType = 13 // commitCmd
-	cmdRegisterDS  cmdType = 14 // registerCmd
-	cmdPurge       cmdType = 15 // purgeCmd
-	cmdBatch       cmdType = 16 // batchCmd
-	cmdLockSet     cmdType = 17 // lockCmd
-	cmdLockRelease cmdType = 18 // lockCmd
-	cmdSessionDrop cmdType = 19 // sessionCmd
+	cmdInit        cmdType = 1                 // initCmd
+	cmdCreate      cmdType = 2                 // createCmd
+	cmdMkdir       cmdType = 3                 // mkdirCmd
+	cmdSymlink     cmdType = 4                 // symlinkCmd
+	cmdLink        cmdType = 5                 // linkCmd
+	cmdUnlink      cmdType = 6                 // entryCmd
+	cmdRmdir       cmdType = 7                 // entryCmd
+	cmdRename      cmdType = 8                 // renameCmd
+	cmdSetattr     cmdType = 9                 // setattrCmd
+	cmdSetXattr    cmdType = 10                // xattrCmd
+	cmdRemoveXattr cmdType = 11                // xattrCmd
+	cmdRelayout    cmdType = 12                // relayoutCmd
+	cmdCommit      cmdType = 13                // commitCmd
+	cmdRegisterDS  cmdType = 14                // registerCmd
+	cmdPurge       cmdType = 15                // purgeCmd
+	cmdBatch       cmdType = 16                // batchCmd
+	cmdLockSet     cmdType = 17                // lockCmd
+	cmdLockRelease cmdType = 18                // lockCmd
+	cmdSessionDrop cmdType = 19                // sessionCmd
+	cmdMDSAddr     cmdType = 20 | cmdIgnorable // mdsAddrCmd: optional, an old binary may skip it
 )
 
 // errUnknownCommand is wrapped when a log entry has a type this binary does
@@ -209,6 +210,8 @@ func newPayload(t cmdType) any {
 		return new(lockCmd)
 	case cmdSessionDrop:
 		return new(sessionCmd)
+	case cmdMDSAddr:
+		return new(mdsAddrCmd)
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package mds
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/strata-hpc/strata/internal/capability"
@@ -22,6 +24,9 @@ type Config struct {
 	HeartbeatTimeout  time.Duration // a DS not heard from for this long is down; default 5s
 	RaftTimeout       time.Duration // raft heartbeat/election/lease timeouts; default 500ms; tests use ~50ms
 	SnapshotThreshold uint64        // raft snapshot threshold; default 8192
+	Peers             []string      // the initial voters' raft addresses, "addr" or "id=addr" (id defaults to addr); empty: this node alone
+	Join              bool          // do not bootstrap: wait to be added as a voter (strata admin mds add)
+	Advertise         string        // RPC address followers redirect clients to; default the listen address
 }
 
 // builtinPolicy fills whatever DefaultLayout leaves unset.
@@ -50,6 +55,12 @@ func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	if c.ID == "" {
 		c.ID = d.ID
+		if len(c.Peers) > 0 {
+			c.ID = c.RaftAddr
+			if c.ID == "" {
+				c.ID = d.RaftAddr
+			}
+		}
 	}
 	if c.Listen == "" {
 		c.Listen = d.Listen
@@ -88,6 +99,15 @@ func (c Config) Validate() error {
 	}
 	if len(c.Secret) != capability.SecretSize {
 		return fmt.Errorf("%w: secret must be %d bytes, got %d", ErrConfig, capability.SecretSize, len(c.Secret))
+	}
+	if len(c.Peers) > 0 {
+		peers, err := parsePeers(c.Peers)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		if !slices.ContainsFunc(peers, func(p peer) bool { return p.id == c.ID }) {
+			return fmt.Errorf("%w: this node (id %q) is not among the raft peers %v; give --id or list its raft address", ErrConfig, c.ID, c.Peers)
+		}
 	}
 	if _, err := defaultPolicy(c.DefaultLayout); err != nil {
 		return fmt.Errorf("%w: default layout: %w", ErrConfig, err)
@@ -133,4 +153,35 @@ func supported(p layout.Policy) error {
 		return fmt.Errorf("scheme %s is not supported yet", p.Scheme)
 	}
 	return nil
+}
+
+// peer is one initial voter.
+type peer struct {
+	id   string
+	addr string
+}
+
+// parsePeers parses Config.Peers: "addr" or "id=addr" each.
+func parsePeers(list []string) ([]peer, error) {
+	var out []peer
+	seen := map[string]bool{}
+	for _, p := range list {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(p, "=")
+		if !ok {
+			id, addr = p, p
+		}
+		if id == "" || addr == "" || !strings.Contains(addr, ":") {
+			return nil, fmt.Errorf("raft peer %q: want host:port or id=host:port", p)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("raft peer %q: id %q given twice", p, id)
+		}
+		seen[id] = true
+		out = append(out, peer{id: id, addr: addr})
+	}
+	return out, nil
 }

@@ -171,6 +171,8 @@ func (st *state) apply(t cmdType, p any) result {
 		return st.applyLockRelease(p.(*lockCmd))
 	case cmdSessionDrop:
 		return st.applySessionDrop(p.(*sessionCmd))
+	case cmdMDSAddr:
+		return st.applyMDSAddr(p.(*mdsAddrCmd))
 	}
 	panic(fmt.Sprintf("mds: command type %d has a payload but no apply", t))
 }

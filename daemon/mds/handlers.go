@@ -59,12 +59,21 @@ func (s *Server) register(m *rpc.Mux) {
 	handle(s, m, rpc.MLockSet, s.lockSet)
 	handle(s, m, rpc.MLockRelease, s.lockRelease)
 	handle(s, m, rpc.MSessionRenew, s.sessionRenew)
+	handle(s, m, rpc.MAddVoter, s.addVoter)
+	handle(s, m, rpc.MRemoveVoter, s.removeVoter)
 }
 
-// handle registers fn for method and counts its calls and failures.
+// handle registers fn for method and counts its calls and failures. On a
+// follower every method but cluster is refused with a redirect (ha.go).
 func handle[Req, Resp any](s *Server, m *rpc.Mux, method string, fn func(context.Context, *Req) (*Resp, error)) {
 	c := s.met.op(strings.TrimPrefix(method, "mds."))
+	anyNode := method == rpc.MCluster
 	rpc.Handle(m, method, func(ctx context.Context, r *Req) (*Resp, error) {
+		if !anyNode && !s.isLeader() {
+			c.total.Add(1)
+			c.errors.Add(1)
+			return nil, s.notLeader()
+		}
 		resp, err := fn(ctx, r)
 		c.total.Add(1)
 		if err != nil {

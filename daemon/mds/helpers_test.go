@@ -100,13 +100,36 @@ func (m *tmds) beat(id, node, addr string) {
 	must[rpc.HeartbeatResp](m, rpc.MHeartbeat, &rpc.HeartbeatReq{ID: id, Node: node, Addr: addr, Capacity: 1 << 40, Free: 1 << 39})
 }
 
-// fakeDSes registers n data servers ds1..dsn on distinct nodes.
+// fakeDSes registers n data servers ds1..dsn on distinct nodes and keeps
+// them beating until the test ends, so that a slow test on a loaded
+// machine never outlives their heartbeat timeout.
 func (m *tmds) fakeDSes(n int) {
 	m.t.Helper()
-	for i := 1; i <= n; i++ {
+	req := func(i int) *rpc.HeartbeatReq {
 		id := "ds" + string(rune('0'+i))
-		m.beat(id, "node"+id, "127.0.0.1:1")
+		return &rpc.HeartbeatReq{ID: id, Node: "node" + id, Addr: "127.0.0.1:1", Capacity: 1 << 40, Free: 1 << 39}
 	}
+	for i := 1; i <= n; i++ {
+		must[rpc.HeartbeatResp](m, rpc.MHeartbeat, req(i))
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(m.cfg.HeartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				for i := 1; i <= n; i++ {
+					// A failure (the server closed for a restart) is retried at the next tick.
+					_, _ = call[rpc.HeartbeatResp](m, rpc.MHeartbeat, req(i))
+				}
+			}
+		}
+	}()
+	m.t.Cleanup(func() { close(stop); <-done })
 }
 
 // eventually polls cond until it holds or the deadline passes.

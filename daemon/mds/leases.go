@@ -7,8 +7,6 @@ import (
 
 	"syscall"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
 
@@ -63,15 +61,6 @@ func (l *leases) lapsed(held map[uint64]bool) []uint64 {
 	return out
 }
 
-// leaderOnly refuses lock calls on a node that is not the leader: only the
-// leader knows the leases.
-func (s *Server) leaderOnly() error {
-	if s.node.raft.State() != raft.Leader {
-		return errf(syscall.EAGAIN, "%v: locks are served by the leader", ErrNotLeader)
-	}
-	return nil
-}
-
 // expireSessions drops the locks of every session whose lease lapsed, so
 // that no call is answered with a dead client's lock.
 func (s *Server) expireSessions() error {
@@ -88,9 +77,6 @@ func (s *Server) expireSessions() error {
 }
 
 func (s *Server) lockGet(_ context.Context, r *rpc.LockReq) (*rpc.LockResp, error) {
-	if err := s.leaderOnly(); err != nil {
-		return nil, err
-	}
 	if err := checkLock(&r.Lock); err != nil {
 		return nil, err
 	}
@@ -103,9 +89,6 @@ func (s *Server) lockGet(_ context.Context, r *rpc.LockReq) (*rpc.LockResp, erro
 }
 
 func (s *Server) lockSet(_ context.Context, r *rpc.LockReq) (*rpc.Empty, error) {
-	if err := s.leaderOnly(); err != nil {
-		return nil, err
-	}
 	if err := checkLock(&r.Lock); err != nil {
 		return nil, err
 	}
@@ -122,9 +105,6 @@ func (s *Server) lockSet(_ context.Context, r *rpc.LockReq) (*rpc.Empty, error) 
 }
 
 func (s *Server) lockRelease(_ context.Context, r *rpc.LockReq) (*rpc.Empty, error) {
-	if err := s.leaderOnly(); err != nil {
-		return nil, err
-	}
 	if _, err := s.apply(cmdLockRelease, &lockCmd{Session: r.Session, Ino: r.Ino, Lock: rpc.Lock{Owner: r.Lock.Owner}}); err != nil {
 		return nil, err
 	}
@@ -132,9 +112,6 @@ func (s *Server) lockRelease(_ context.Context, r *rpc.LockReq) (*rpc.Empty, err
 }
 
 func (s *Server) sessionRenew(_ context.Context, r *rpc.SessionReq) (*rpc.SessionResp, error) {
-	if err := s.leaderOnly(); err != nil {
-		return nil, err
-	}
 	s.leases.renew(r.Session)
 	return &rpc.SessionResp{TTLMs: uint32(s.leases.ttl.Milliseconds())}, nil
 }

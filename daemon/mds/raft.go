@@ -22,6 +22,8 @@ type raftOptions struct {
 	Timeout           time.Duration
 	SnapshotThreshold uint64
 	Log               hclog.Logger
+	Peers             []peer // initial voters; empty: this node alone
+	Join              bool   // never bootstrap
 }
 
 // raftNode is a running raft with the stores it owns.
@@ -53,7 +55,8 @@ func raftConfig(o raftOptions) *raft.Config {
 
 // openRaft opens (or creates) raft-wal under o.Dir/wal as log and stable
 // store, file snapshots under o.Dir, a TCP transport on o.Addr, bootstraps
-// a single voter if there is no existing state, and starts raft.
+// (o.Peers, or this node alone) if there is no existing state and o.Join is
+// unset, and starts raft.
 func openRaft(o raftOptions, f raft.FSM) (_ *raftNode, err error) {
 	c := raftConfig(o)
 	if err := raft.ValidateConfig(c); err != nil {
@@ -83,12 +86,21 @@ func openRaft(o raftOptions, f raft.FSM) (_ *raftNode, err error) {
 	if err != nil {
 		return n, fmt.Errorf("read raft state: %w", err)
 	}
-	if !has {
+	if !has && !o.Join {
+		// Every initial voter bootstraps the same configuration; raft
+		// accepts identical bootstraps, and a node that has state never
+		// bootstraps again.
 		boot := raft.Configuration{Servers: []raft.Server{{
 			Suffrage: raft.Voter,
 			ID:       c.LocalID,
 			Address:  n.trans.LocalAddr(),
 		}}}
+		if len(o.Peers) > 0 {
+			boot.Servers = nil
+			for _, p := range o.Peers {
+				boot.Servers = append(boot.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.id), Address: raft.ServerAddress(p.addr)})
+			}
+		}
 		if err := raft.BootstrapCluster(c, n.wal, n.wal, snaps, n.trans, boot); err != nil {
 			return n, fmt.Errorf("bootstrap raft: %w", err)
 		}

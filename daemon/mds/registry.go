@@ -100,3 +100,21 @@ func (r *registry) totals() (capacity, free uint64, up int) {
 	}
 	return capacity, free, up
 }
+
+// takeOffice gives every registered data server one timeout of grace when
+// this node becomes the leader: they were heartbeating the old leader, and
+// will find this one within an interval.
+func (r *registry) takeOffice(ids []string) {
+	now := r.clock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		if d := r.ds[id]; d == nil {
+			// Unknown space: placeable, all alike, until its first heartbeat.
+			r.ds[id] = &dsSoft{capacity: 1, free: 1, lastSeen: now}
+		} else if !r.isUp(d, now) {
+			d.lastSeen = now
+		}
+	}
+	r.view.dirty = true
+}

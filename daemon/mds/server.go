@@ -96,6 +96,10 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("mds: start: %w", err)
 	}
+	peers, err := parsePeers(s.cfg.Peers)
+	if err != nil {
+		return fmt.Errorf("mds: start: %w", err)
+	}
 	node, err := openRaft(raftOptions{
 		ID:                s.cfg.ID,
 		Addr:              s.cfg.RaftAddr,
@@ -103,6 +107,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Timeout:           s.cfg.RaftTimeout,
 		SnapshotThreshold: s.cfg.SnapshotThreshold,
 		Log:               newHclog(s.log, "raft"),
+		Peers:             peers,
+		Join:              s.cfg.Join,
 	}, s.fsm)
 	if err != nil {
 		return fmt.Errorf("mds: start: %w", err)
@@ -131,46 +137,6 @@ func (s *Server) serve(ln net.Listener) {
 	defer s.wg.Done()
 	if err := s.srv.Serve(ln); err != nil {
 		s.log.Error("rpc_serve_failed", "err", err)
-	}
-}
-
-// watchLeader closes ready once this node is the leader and has applied
-// its whole log (a barrier), and stamps the root's times after bootstrap.
-func (s *Server) watchLeader(ctx context.Context) {
-	defer s.wg.Done()
-	r := s.node.raft
-	leaderCh := r.LeaderCh()
-	for {
-		for r.State() != raft.Leader {
-			select {
-			case <-ctx.Done():
-				return
-			case <-leaderCh:
-			}
-		}
-		if err := r.Barrier(0).Error(); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			s.log.Warn("raft_barrier_failed", "err", err)
-			continue
-		}
-		s.fsm.mu.RLock()
-		fresh := s.fsm.st.get(rpc.RootIno).Ctime == 0
-		s.fsm.mu.RUnlock()
-		if fresh {
-			if _, err := s.apply(cmdInit, &initCmd{Now: s.now()}); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				s.log.Warn("mds_init_failed", "err", err)
-				continue
-			}
-		}
-		s.leases.takeOffice()
-		s.log.Info("mds_ready", "term", r.CurrentTerm(), "applied_index", r.AppliedIndex())
-		close(s.ready)
-		return
 	}
 }
 
@@ -245,12 +211,16 @@ func (s *Server) Cluster(ctx context.Context) (*rpc.ClusterResp, error) {
 		Default:   s.def.String(),
 		StartedAt: s.startTime().UnixNano(),
 	}
+	if vs, err := s.voters(); err == nil {
+		resp.Voters = vs
+	}
 	s.fsm.mu.RLock()
 	recs := make([]dsRecord, 0, len(s.fsm.st.ds))
 	for _, d := range s.fsm.st.ds {
 		recs = append(recs, d)
 	}
 	resp.Inodes = uint64(len(s.fsm.st.inodes))
+	resp.LeaderRPC = s.fsm.st.mds[string(leader)]
 	s.fsm.mu.RUnlock()
 	slices.SortFunc(recs, func(a, b dsRecord) int { return strings.Compare(a.ID, b.ID) })
 	now := s.clock()

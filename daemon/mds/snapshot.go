@@ -35,6 +35,13 @@ type snapHeader struct {
 	Orphans     uint64
 	DataServers uint64
 	Locks       uint64
+	MDSAddrs    uint64
+}
+
+// mdsAddrRecord is one MDS replica's RPC address in a snapshot.
+type mdsAddrRecord struct {
+	ID  string
+	RPC string
 }
 
 // lockRecord is one granted lock in a snapshot.
@@ -66,6 +73,7 @@ func writeSnapshot(w io.Writer, v snapshotView) error {
 	for _, ls := range v.locks {
 		h.Locks += uint64(len(ls))
 	}
+	h.MDSAddrs = uint64(len(v.mds))
 	if err := put(&h); err != nil {
 		return fmt.Errorf("write snapshot: %w", err)
 	}
@@ -94,6 +102,11 @@ func writeSnapshot(w io.Writer, v snapshotView) error {
 			if err := put(&lockRecord{Ino: ino, Held: l}); err != nil {
 				return fmt.Errorf("write snapshot lock on %d: %w", ino, err)
 			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(v.mds)) {
+		if err := put(&mdsAddrRecord{ID: id, RPC: v.mds[id]}); err != nil {
+			return fmt.Errorf("write snapshot mds %s: %w", id, err)
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -137,6 +150,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		orphans: map[orphanKey]orphan{},
 		ds:      map[string]dsRecord{},
 		locks:   lockTable{},
+		mds:     map[string]string{},
 		epoch:   1,
 	}
 	for i := uint64(0); i < h.Inodes; i++ {
@@ -170,6 +184,13 @@ func readSnapshot(r io.Reader) (*state, error) {
 			return nil, fmt.Errorf("%w: lock record %d: %w", ErrSnapshot, i, err)
 		}
 		st.locks[l.Ino] = append(st.locks[l.Ino], l.Held)
+	}
+	for i := uint64(0); i < h.MDSAddrs; i++ {
+		var r mdsAddrRecord
+		if err := get(&r); err != nil {
+			return nil, fmt.Errorf("%w: mds record %d: %w", ErrSnapshot, i, err)
+		}
+		st.mds[r.ID] = r.RPC
 	}
 	if err := st.check(); err != nil {
 		return nil, err

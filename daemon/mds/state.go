@@ -93,7 +93,8 @@ type state struct {
 	orphans map[orphanKey]orphan
 	ds      map[string]dsRecord
 	locks   lockTable
-	epoch   uint64 // bumped by each snapshot; see inode
+	mds     map[string]string // MDS replica id -> RPC address (for redirects)
+	epoch   uint64            // bumped by each snapshot; see inode
 }
 
 // newState returns the initial state: an empty root directory.
@@ -104,6 +105,7 @@ func newState() *state {
 		orphans: map[orphanKey]orphan{},
 		ds:      map[string]dsRecord{},
 		locks:   lockTable{},
+		mds:     map[string]string{},
 		epoch:   1,
 	}
 	st.inodes[rpc.RootIno] = &inode{
@@ -220,6 +222,7 @@ type snapshotView struct {
 	orphans map[orphanKey]orphan
 	ds      map[string]dsRecord
 	locks   lockTable
+	mds     map[string]string
 }
 
 // capture returns a view of the current state and starts a new epoch, so
@@ -231,6 +234,7 @@ func (st *state) capture() snapshotView {
 		orphans: maps.Clone(st.orphans),
 		ds:      maps.Clone(st.ds),
 		locks:   maps.Clone(st.locks),
+		mds:     maps.Clone(st.mds),
 	}
 	st.epoch++
 	return v

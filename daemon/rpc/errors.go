@@ -8,8 +8,10 @@ import (
 // Error is a failed call as it crosses the wire: a POSIX errno a client
 // can hand to a kernel (FUSE) or a shell, and a one-line message.
 type Error struct {
-	Errno uint32
-	Msg   string
+	Errno     uint32
+	Msg       string
+	Redirect  string // set by an MDS that is not the leader: the leader's RPC address, if known
+	NotLeader bool   // the call reached an MDS that is not the leader; nothing was done
 }
 
 func (e *Error) Error() string { return e.Msg }

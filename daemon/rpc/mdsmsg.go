@@ -29,6 +29,8 @@ const (
 	MLayoutReturn = "mds.layoutreturn"
 	MHeartbeat    = "mds.heartbeat"
 	MCluster      = "mds.cluster"
+	MAddVoter     = "mds.voter.add"
+	MRemoveVoter  = "mds.voter.remove"
 )
 
 // RootIno is the inode number of the root directory.
@@ -307,6 +309,22 @@ type ClusterResp struct {
 	Inodes    uint64
 	Default   string // default layout string
 	StartedAt int64
+	Voters    []MDSInfo // the raft configuration, as this node knows it
+	LeaderRPC string    // the leader's RPC address, if known
+}
+
+// MDSInfo is one MDS replica in the raft configuration.
+type MDSInfo struct {
+	ID       string
+	RaftAddr string
+	RPCAddr  string // known once it has led, or from the peers it was started with
+	Voter    bool
+}
+
+// VoterReq adds (ID, RaftAddr) as a voter, or removes ID.
+type VoterReq struct {
+	ID       string
+	RaftAddr string
 }
 
 // Empty is the request or response of calls that carry nothing.

@@ -22,8 +22,9 @@ import (
 type Options struct {
 	Dir               string   // all data lives below it; required
 	DS                int      // number of data servers; default 4
-	MDSAddr           string   // default 127.0.0.1:0
-	RaftAddr          string   // default 127.0.0.1:0
+	MDS               int      // number of MDS replicas (raft voters); default 1
+	MDSAddr           string   // the first replica's; default 127.0.0.1:0 (others always 127.0.0.1:0)
+	RaftAddr          string   // the first replica's; default 127.0.0.1:0
 	AdminAddr         string   // default 127.0.0.1:0; "-" disables the admin API
 	DSAddrs           []string // per data server; missing entries default to 127.0.0.1:0
 	Log               *slog.Logger
@@ -39,9 +40,12 @@ type Cluster struct {
 	o      Options
 	secret []byte
 
+	mdsAddrs  []string // RPC address of each replica
+	raftAddrs []string // raft address of each replica
+
 	mu    sync.Mutex
-	mds   *mds.Server
-	ds    []*ds.Server // nil where stopped
+	mds   []*mds.Server // nil where stopped
+	ds    []*ds.Server  // nil where stopped
 	admin *admin.Server
 }
 
@@ -54,15 +58,25 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.DS == 0 {
 		o.DS = 4
 	}
+	if o.MDS == 0 {
+		o.MDS = 1
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	var err error
-	if o.MDSAddr, err = resolve(o.MDSAddr); err != nil {
-		return nil, err
-	}
-	if o.RaftAddr, err = resolve(o.RaftAddr); err != nil {
-		return nil, err
+	mdsAddrs, raftAddrs := make([]string, o.MDS), make([]string, o.MDS)
+	for i := range mdsAddrs {
+		m, r := "", ""
+		if i == 0 {
+			m, r = o.MDSAddr, o.RaftAddr
+		}
+		if mdsAddrs[i], err = resolve(m); err != nil {
+			return nil, err
+		}
+		if raftAddrs[i], err = resolve(r); err != nil {
+			return nil, err
+		}
 	}
 	if o.AdminAddr != "-" {
 		if o.AdminAddr, err = resolve(o.AdminAddr); err != nil {
@@ -86,7 +100,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{o: o, secret: secret, ds: make([]*ds.Server, o.DS)}
+	c := &Cluster{o: o, secret: secret, mdsAddrs: mdsAddrs, raftAddrs: raftAddrs, mds: make([]*mds.Server, o.MDS), ds: make([]*ds.Server, o.DS)}
 	if err := c.start(ctx); err != nil {
 		_ = c.Close()
 		return nil, err

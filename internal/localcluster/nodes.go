@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/strata-hpc/strata/daemon/ds"
@@ -16,12 +17,42 @@ import (
 // DSID is the id of data server i.
 func DSID(i int) string { return fmt.Sprintf("ds%d", i+1) }
 
-// StartMDS starts the MDS (again, after StopMDS) on its directory and
-// address and waits until it leads.
+// StartMDS starts every MDS replica (again, after StopMDS) and waits until
+// a leader is elected.
 func (c *Cluster) StartMDS(ctx context.Context) error {
+	for i := range c.mdsAddrs {
+		if err := c.startMDS(ctx, i); err != nil {
+			return err
+		}
+	}
+	return c.waitMDS(ctx, i2all(len(c.mdsAddrs)))
+}
+
+func i2all(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// mdsID is the raft id of replica i.
+func mdsID(i int) string { return fmt.Sprintf("mds%d", i+1) }
+
+// StartMDSReplica starts replica i (after StopMDSReplica) without waiting.
+func (c *Cluster) StartMDSReplica(ctx context.Context, i int) error { return c.startMDS(ctx, i) }
+
+func (c *Cluster) startMDS(ctx context.Context, i int) error {
 	cfg := mds.DefaultConfig()
-	cfg.Listen, cfg.RaftAddr = c.o.MDSAddr, c.o.RaftAddr
+	cfg.ID = mdsID(i)
+	cfg.Listen, cfg.RaftAddr = c.mdsAddrs[i], c.raftAddrs[i]
 	cfg.Dir = filepath.Join(c.o.Dir, "mds")
+	if len(c.mdsAddrs) > 1 {
+		cfg.Dir = filepath.Join(c.o.Dir, cfg.ID)
+		for j, r := range c.raftAddrs {
+			cfg.Peers = append(cfg.Peers, mdsID(j)+"="+r)
+		}
+	}
 	cfg.Secret = c.secret
 	if c.o.RaftTimeout != 0 {
 		cfg.RaftTimeout = c.o.RaftTimeout
@@ -35,31 +66,50 @@ func (c *Cluster) StartMDS(ctx context.Context) error {
 	if c.o.DefaultLayout != "" {
 		cfg.DefaultLayout = c.o.DefaultLayout
 	}
-	m, err := mds.New(cfg, mds.Deps{Log: c.o.Log})
+	m, err := mds.New(cfg, mds.Deps{Log: c.o.Log.With("mds", cfg.ID)})
 	if err != nil {
-		return fmt.Errorf("mds: %w", err)
+		return fmt.Errorf("%s: %w", cfg.ID, err)
 	}
 	if err := m.Start(ctx); err != nil {
 		_ = m.Close()
-		return fmt.Errorf("mds: %w", err)
-	}
-	select {
-	case <-m.Ready():
-	case <-ctx.Done():
-		_ = m.Close()
-		return fmt.Errorf("mds: not ready: %w", ctx.Err())
+		return fmt.Errorf("%s: %w", cfg.ID, err)
 	}
 	c.mu.Lock()
-	c.mds = m
+	c.mds[i] = m
 	c.mu.Unlock()
 	return nil
 }
 
-// StopMDS stops the MDS, as a crash would from the clients' point of view.
-func (c *Cluster) StopMDS() error {
+// waitMDS waits until the given replicas are ready and one of them leads.
+func (c *Cluster) waitMDS(ctx context.Context, which []int) error {
+	for _, i := range which {
+		m := c.MDSReplica(i)
+		if m == nil {
+			continue
+		}
+		select {
+		case <-m.Ready():
+		case <-ctx.Done():
+			return fmt.Errorf("%s: not ready: %w", mdsID(i), ctx.Err())
+		}
+	}
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for c.Leader() < 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("localcluster: no mds leader: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// StopMDSReplica stops replica i, as a crash would look to its peers and clients.
+func (c *Cluster) StopMDSReplica(i int) error {
 	c.mu.Lock()
-	m := c.mds
-	c.mds = nil
+	m := c.mds[i]
+	c.mds[i] = nil
 	c.mu.Unlock()
 	if m == nil {
 		return nil
@@ -67,7 +117,17 @@ func (c *Cluster) StopMDS() error {
 	return m.Close()
 }
 
-// RestartMDS stops and starts the MDS on the same directory and address.
+// StopMDS stops every MDS replica.
+func (c *Cluster) StopMDS() error {
+	var errs []error
+	for i := range c.mdsAddrs {
+		errs = append(errs, c.StopMDSReplica(i))
+	}
+	return errors.Join(errs...)
+}
+
+// RestartMDS stops and starts every MDS replica on the same directories
+// and addresses.
 func (c *Cluster) RestartMDS(ctx context.Context) error {
 	if err := c.StopMDS(); err != nil {
 		return err
@@ -75,13 +135,37 @@ func (c *Cluster) RestartMDS(ctx context.Context) error {
 	return c.StartMDS(ctx)
 }
 
+// Leader returns the index of the replica that leads now, or -1.
+func (c *Cluster) Leader() int {
+	for i := range c.mdsAddrs {
+		m := c.MDSReplica(i)
+		if m == nil {
+			continue
+		}
+		if r, err := m.Cluster(context.Background()); err == nil && r.Role == "leader" {
+			return i
+		}
+	}
+	return -1
+}
+
+// MDSReplica returns replica i, or nil while it is stopped.
+func (c *Cluster) MDSReplica(i int) *mds.Server {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mds[i]
+}
+
+// NumMDS returns the number of MDS replicas, running or not.
+func (c *Cluster) NumMDS() int { return len(c.mdsAddrs) }
+
 // StartDS starts data server i (again, after StopDS) on its directory and address.
 func (c *Cluster) StartDS(ctx context.Context, i int) error {
 	cfg := ds.DefaultConfig()
 	cfg.ID = DSID(i)
 	cfg.Listen = c.o.DSAddrs[i]
 	cfg.Dir = filepath.Join(c.o.Dir, cfg.ID)
-	cfg.MDS = c.o.MDSAddr
+	cfg.MDS = c.MDSAddr()
 	cfg.Secret = c.secret
 	cfg.Capacity = c.o.DSCapacity
 	if c.o.HeartbeatInterval != 0 {
@@ -147,11 +231,19 @@ func (c *Cluster) WaitDS(ctx context.Context, n int) error {
 	}
 }
 
-// MDS returns the running MDS, or nil while it is stopped.
+// MDS returns the leading MDS replica, else any running one, else nil.
 func (c *Cluster) MDS() *mds.Server {
+	if i := c.Leader(); i >= 0 {
+		return c.MDSReplica(i)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.mds
+	for _, m := range c.mds {
+		if m != nil {
+			return m
+		}
+	}
+	return nil
 }
 
 // DS returns data server i, or nil while it is stopped.
@@ -164,8 +256,12 @@ func (c *Cluster) DS(i int) *ds.Server {
 // NumDS returns the number of data servers, running or not.
 func (c *Cluster) NumDS() int { return len(c.ds) }
 
-// MDSAddr returns the MDS's RPC address.
-func (c *Cluster) MDSAddr() string { return c.o.MDSAddr }
+// MDSAddr returns the MDS's RPC address; with several replicas, all of
+// them, comma-separated (clients and data servers take such a list).
+func (c *Cluster) MDSAddr() string { return strings.Join(c.mdsAddrs, ",") }
+
+// MDSReplicaAddr returns replica i's RPC address.
+func (c *Cluster) MDSReplicaAddr(i int) string { return c.mdsAddrs[i] }
 
 // AdminAddr returns the admin API's address ("-" if disabled).
 func (c *Cluster) AdminAddr() string { return c.o.AdminAddr }

@@ -26,6 +26,11 @@ func WithDefaultLayout(spec string) Option {
 	return func(o *localcluster.Options) { o.DefaultLayout = spec }
 }
 
+// WithMDS runs n MDS replicas (raft voters) instead of one.
+func WithMDS(n int) Option {
+	return func(o *localcluster.Options) { o.MDS = n }
+}
+
 // WithCapacity sets each data server's capacity in bytes.
 func WithCapacity(n uint64) Option {
 	return func(o *localcluster.Options) { o.DSCapacity = n }
