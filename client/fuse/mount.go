@@ -170,7 +170,7 @@ func (s *Server) Unmount(ctx context.Context, lazy bool) error {
 		if err := unmount(s.dir, true); err != nil && !errors.Is(err, ErrNotMounted) {
 			return err
 		}
-		s.log.Warn("mount was busy: detached it; it is served until its last user lets go")
+		s.log.Info("mount was busy: detached it; it is served until its last user lets go")
 		return fmt.Errorf("unmount %s: %w", s.dir, ErrDetached)
 	}
 }

@@ -1,0 +1,239 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/strata-hpc/strata/client/fuse"
+	"github.com/strata-hpc/strata/internal/testcluster"
+)
+
+// BenchmarkFUSE: sequential 1 MiB writes (with fsync) and reads of one
+// file through a Strata mount (4 data servers on loopback, width=4,
+// unit=1M), and file creates/s and stats/s with 64 threads, each against
+// the same workload on a go-fuse loopback mount of a local directory (no
+// passthrough, the same max_write, readahead and cache timeouts) measured
+// in the same run.
+func BenchmarkFUSE(b *testing.B) {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		b.Skipf("SKIPPING FUSE BENCHMARK: /dev/fuse is missing (%v)", err)
+	}
+	size := int64(512 << 20)
+	files := 150 // per thread
+	if testing.Short() {
+		size, files = 64<<20, 40
+	}
+	const threads = 64
+	for i := 0; i < b.N; i++ {
+		cl := testcluster.Start(b, 4)
+		opts := fuse.DefaultOptions()
+		if v := os.Getenv("STRATA_BENCH_READAHEAD"); v != "" {
+			opts.MaxReadahead, _ = strconv.Atoi(v)
+		}
+		strata, err := fuse.Mount(context.Background(), cl.Client(), b.TempDir(), opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unmountStrata(b, strata)
+		loop := mountLoopback(b, opts)
+
+		var s, l fuseFigures
+		for _, m := range []struct {
+			dir string
+			f   *fuseFigures
+		}{{strata.Dir(), &s}, {loop, &l}} {
+			var err error
+			if m.f.write, m.f.read, err = seqIO(m.dir, size); err != nil {
+				b.Fatal(err)
+			}
+			if m.f.creates, m.f.stats, err = metaIO(m.dir, threads, files, opts.EntryTimeout); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(s.write/1e9, "write_GB/s")
+		b.ReportMetric(s.write/l.write, "write_ratio")
+		b.ReportMetric(s.read/1e9, "read_GB/s")
+		b.ReportMetric(s.read/l.read, "read_ratio")
+		b.ReportMetric(s.creates, "creates/s")
+		b.ReportMetric(s.creates/l.creates, "create_ratio")
+		b.ReportMetric(s.stats, "stats/s")
+		b.ReportMetric(s.stats/l.stats, "stat_ratio")
+		fmt.Printf("\nFUSE mount, 4 DSes on loopback, width=4 unit=1M, max_write 1M, readahead 1M, 1s caches:\n")
+		fmt.Printf("  sequential 1 MiB I/O on a %d MiB file    strata      loopback    ratio\n", size>>20)
+		fmt.Printf("    write + fsync + close (GB/s)         %8.2f    %8.2f    %5.2f (target >= 0.7)\n", s.write/1e9, l.write/1e9, s.write/l.write)
+		fmt.Printf("    read after reopen (GB/s)             %8.2f    %8.2f    %5.2f (target >= 0.7)\n", s.read/1e9, l.read/1e9, s.read/l.read)
+		fmt.Printf("  metadata, %d threads, %d files each\n", threads, files)
+		fmt.Printf("    creates (open O_CREAT|O_EXCL, close) %8.0f/s  %8.0f/s  %5.2f (target >= 0.5)\n", s.creates, l.creates, s.creates/l.creates)
+		fmt.Printf("    stats (caches expired)               %8.0f/s  %8.0f/s  %5.2f (target >= 0.5)\n", s.stats, l.stats, s.stats/l.stats)
+	}
+}
+
+// fuseFigures are one mount's results, in bytes or operations per second.
+type fuseFigures struct{ write, read, creates, stats float64 }
+
+func unmountStrata(b *testing.B, s *fuse.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Unmount(ctx, true); err != nil {
+		b.Errorf("unmount strata: %v", err)
+	}
+}
+
+// mountLoopback mounts a go-fuse loopback of a temporary directory with
+// the options a Strata mount has that matter for the comparison, and
+// passthrough off so that every read and write goes through the daemon.
+func mountLoopback(b *testing.B, opts fuse.Options) string {
+	back, mnt := b.TempDir(), b.TempDir()
+	root, err := fs.NewLoopbackRoot(back)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := fs.Mount(mnt, root, &fs.Options{
+		AttrTimeout:  &opts.AttrTimeout,
+		EntryTimeout: &opts.EntryTimeout,
+		MountOptions: gofuse.MountOptions{
+			MaxWrite:             opts.MaxWrite,
+			MaxReadAhead:         opts.MaxReadahead,
+			MaxBackground:        opts.MaxBackground,
+			FsName:               back,
+			Logger:               log.New(io.Discard, "", 0),
+			Name:                 "loopback",
+			DisabledCapabilities: gofuse.CAP_PASSTHROUGH,
+		},
+	})
+	if err != nil {
+		b.Fatalf("loopback mount: %v", err)
+	}
+	b.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			b.Errorf("unmount loopback: %v", err)
+		}
+		srv.Wait()
+	})
+	// The same readahead window as the Strata mount sets on its device.
+	var st syscall.Stat_t
+	if err := syscall.Stat(mnt, &st); err == nil {
+		bdi := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev))
+		_ = os.WriteFile(bdi, []byte(strconv.Itoa(opts.MaxReadahead>>10)), 0)
+	}
+	return mnt
+}
+
+// seqIO writes a file of size bytes in 1 MiB writes, fsyncs and closes it,
+// then reads it back in 1 MiB reads after a fresh open. It returns the
+// rates in bytes per second.
+func seqIO(dir string, size int64) (write, read float64, err error) {
+	p := filepath.Join(dir, "seq")
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i*31 + i>>12)
+	}
+	start := time.Now()
+	f, err := os.Create(p)
+	if err != nil {
+		return 0, 0, err
+	}
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		if _, err := f.Write(buf); err != nil {
+			f.Close()
+			return 0, 0, err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return 0, 0, err
+	}
+	if err := f.Close(); err != nil {
+		return 0, 0, err
+	}
+	write = float64(size) / time.Since(start).Seconds()
+
+	start = time.Now()
+	f, err = os.Open(p)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	var got int64
+	for {
+		n, err := f.Read(buf)
+		got += int64(n)
+		if err != nil || n == 0 {
+			break
+		}
+	}
+	if got != size {
+		return 0, 0, fmt.Errorf("read %d bytes of %s, want %d", got, p, size)
+	}
+	read = float64(size) / time.Since(start).Seconds()
+	return write, read, os.Remove(p)
+}
+
+// metaIO creates files files in each of threads directories, one thread
+// each (open O_CREAT|O_EXCL and close), then, once the kernel's caches
+// have expired, stats every file. It returns creates/s and stats/s.
+func metaIO(dir string, threads, files int, cache time.Duration) (creates, stats float64, err error) {
+	root := filepath.Join(dir, "meta")
+	for t := 0; t < threads; t++ {
+		if err := os.MkdirAll(filepath.Join(root, strconv.Itoa(t)), 0o755); err != nil {
+			return 0, 0, err
+		}
+	}
+	run := func(op func(p string) error) (float64, error) {
+		var wg sync.WaitGroup
+		errs := make(chan error, threads)
+		start := time.Now()
+		for t := 0; t < threads; t++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d := filepath.Join(root, strconv.Itoa(t))
+				for i := 0; i < files; i++ {
+					if err := op(filepath.Join(d, "f"+strconv.Itoa(i))); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		el := time.Since(start)
+		close(errs)
+		for err := range errs {
+			return 0, err
+		}
+		return float64(threads*files) / el.Seconds(), nil
+	}
+	creates, err = run(func(p string) error {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	time.Sleep(cache + 100*time.Millisecond)
+	stats, err = run(func(p string) error {
+		_, err := os.Stat(p)
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return creates, stats, os.RemoveAll(root)
+}
