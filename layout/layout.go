@@ -3,16 +3,34 @@ package layout
 import "fmt"
 
 // Layout is a file's concrete layout: its geometry, the data server that
-// holds each column, and a generation that changes when the file is
+// holds each component, and a generation that changes when the file is
 // restriped. Each data server holds one component per (inode, generation,
-// column).
+// component index); Scheme documents the order of the components.
+//
+// A file's bytes are cut into stripe units laid round-robin over the Width
+// data columns; a stripe row is Width units. With mirror:N each data column
+// has N identical copies; with rs:K+M (Width == K) each row's K data units
+// have M parity units, one in each parity component at the row's column
+// offset. Data columns hold exactly the file's bytes (ColumnSize); a parity
+// component holds whole units (ParitySize). Bytes past a column's end read
+// as zeros, and the parity of zeros is zeros, so sparse rows are consistent.
 type Layout struct {
-	Width      int      // data columns
+	Width      int      // data columns (K for rs:K+M)
 	Unit       int64    // stripe unit in bytes
 	Scheme     Scheme   // redundancy
 	Generation uint64   // bumped on restripe
-	Targets    []string // data server id of each column, len == Width
+	Targets    []string // data server id of each component, len == Components()
 }
+
+// Components is how many components (and Targets) the layout has.
+func (l Layout) Components() int { return l.Scheme.Components(l.Width) }
+
+// MirrorComponent is the component that holds copy r of data column col
+// of a mirror:N layout.
+func (l Layout) MirrorComponent(col, r int) int { return r*l.Width + col }
+
+// RowSize is the number of file bytes in one stripe row.
+func (l Layout) RowSize() int64 { return int64(l.Width) * l.Unit }
 
 // Policy returns the layout's geometry as a fully-set policy.
 func (l Layout) Policy() Policy {
@@ -30,8 +48,15 @@ func (l Layout) Validate() error {
 	if err := l.Policy().Validate(); err != nil {
 		return err
 	}
-	if len(l.Targets) != l.Width {
-		return fmt.Errorf("%w: layout has %d targets for width %d", ErrInvalid, len(l.Targets), l.Width)
+	if n := l.Components(); len(l.Targets) != n {
+		return fmt.Errorf("%w: layout %s has %d targets, want %d", ErrInvalid, l, len(l.Targets), n)
+	}
+	seen := make(map[string]bool, len(l.Targets))
+	for i, t := range l.Targets {
+		if seen[t] {
+			return fmt.Errorf("%w: layout %s puts two components on data server %q (component %d)", ErrInvalid, l, t, i)
+		}
+		seen[t] = true
 	}
 	return nil
 }
@@ -81,7 +106,16 @@ func (l Layout) Columns(off, n int64) [][]Extent {
 	return cols
 }
 
-// ColumnSize is how many bytes of a file of the given size column col holds.
+// ParitySize is how many bytes each parity component of an rs:K+M layout
+// holds for a file of the given size: a whole unit per row the file
+// reaches.
+func (l Layout) ParitySize(size int64) int64 {
+	row := l.RowSize()
+	return (size + row - 1) / row * l.Unit
+}
+
+// ColumnSize is how many bytes of a file of the given size data column col
+// holds.
 func (l Layout) ColumnSize(size int64, col int) int64 {
 	u, w := l.Unit, int64(l.Width)
 	full := size / u // complete stripe units

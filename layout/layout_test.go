@@ -2,6 +2,7 @@ package layout
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -77,5 +78,34 @@ func TestPlace(t *testing.T) {
 	}
 	if counts["d"] >= counts["c"]/2 {
 		t.Fatalf("nearly full server chosen %d times vs %d: placement ignores free space", counts["d"], counts["c"])
+	}
+}
+
+func TestValidateTargets(t *testing.T) {
+	rs := Scheme{Kind: KindRS, K: 4, M: 2}
+	for _, tc := range []struct {
+		l   Layout
+		err string
+	}{
+		{Layout{Width: 4, Unit: 1 << 20, Scheme: rs, Targets: []string{"a", "b", "c", "d", "e", "f"}}, ""},
+		{Layout{Width: 4, Unit: 1 << 20, Scheme: rs, Targets: []string{"a", "b", "c", "d"}}, "has 4 targets, want 6"},
+		{Layout{Width: 2, Unit: 1 << 20, Scheme: rs, Targets: []string{"a", "b", "c", "d", "e", "f"}}, "width 2 does not match scheme rs:4+2"},
+		{Layout{Width: 2, Unit: 1 << 20, Scheme: Scheme{Kind: KindMirror, N: 2}, Targets: []string{"a", "b", "c", "d"}}, ""},
+		{Layout{Width: 2, Unit: 1 << 20, Scheme: Scheme{Kind: KindMirror, N: 2}, Targets: []string{"a", "b", "c", "a"}}, `two components on data server "a"`},
+	} {
+		err := tc.l.Validate()
+		if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%+v: Validate = %v, want %q", tc.l, err, tc.err)
+		}
+	}
+	l := Layout{Width: 3, Unit: 4096, Scheme: Scheme{Kind: KindMirror, N: 2}}
+	if l.MirrorComponent(2, 1) != 5 || l.MirrorComponent(0, 0) != 0 {
+		t.Fatal("mirror component order")
+	}
+	r := Layout{Width: 4, Unit: 100, Scheme: rs}
+	for size, want := range map[int64]int64{0: 0, 1: 100, 400: 100, 401: 200, 800: 200} {
+		if got := r.ParitySize(size); got != want {
+			t.Errorf("ParitySize(%d) = %d, want %d", size, got, want)
+		}
 	}
 }

@@ -11,6 +11,10 @@ const (
 	MinUnit  = 4 << 10   // smallest stripe unit
 	MaxUnit  = 256 << 20 // largest stripe unit
 	MaxWidth = 256       // most data columns
+
+	// MaxComponents is the most data servers one layout spans (data
+	// columns times copies, or K+M).
+	MaxComponents = 256
 )
 
 // Policy is what a user sets on a directory or an empty file: any subset of
@@ -69,7 +73,42 @@ func (p Policy) Validate() error {
 			return fmt.Errorf("%w: unit %s: must be a multiple of %s", ErrInvalid, FormatSize(p.Unit), FormatSize(MinUnit))
 		}
 	}
+	if p.HasScheme && p.Scheme.Kind == KindRS && p.Width != 0 && p.Width != p.Scheme.K {
+		return fmt.Errorf("%w: width %d does not match scheme %s: an rs:K+M layout has K data columns (set width=%d or leave width out)", ErrInvalid, p.Width, p.Scheme, p.Scheme.K)
+	}
+	if n := p.Components(); n > MaxComponents {
+		return fmt.Errorf("%w: width %d with scheme %s spans %d data servers: at most %d", ErrInvalid, p.Width, p.Scheme, n, MaxComponents)
+	}
 	return nil
+}
+
+// Components is how many data servers, on distinct nodes, a layout of p
+// needs. An unset width counts as the least it can be: 1, or K for rs:K+M.
+func (p Policy) Components() int {
+	w := max(p.Width, 1)
+	if p.Scheme.Kind == KindRS {
+		w = p.Scheme.K
+	}
+	return p.Scheme.Components(w)
+}
+
+// Resolve completes own (what a request or a file sets) from inherited (a
+// directory's effective policy, then the cluster default) and applies the
+// scheme's width rule: an rs:K+M layout has exactly K data columns. A width
+// inherited from elsewhere gives way to K; a width own sets that its
+// effective rs scheme contradicts is an error. The result is validated.
+func Resolve(own, inherited Policy) (Policy, error) {
+	p := own.Inherit(inherited)
+	if p.HasScheme && p.Scheme.Kind == KindRS && p.Width != p.Scheme.K {
+		if own.Width != 0 {
+			return Policy{}, fmt.Errorf("%w: width %d does not match scheme %s: an rs:K+M layout has K data columns (set width=%d or leave width out)", ErrInvalid, own.Width, p.Scheme, p.Scheme.K)
+		}
+		p.Width = p.Scheme.K
+	}
+	if err := p.Validate(); err != nil {
+		return Policy{}, err
+	}
+	return p, nil
 }
 
 // Parse parses a layout string: comma-separated key=value items with keys

@@ -31,6 +31,12 @@ func TestParse(t *testing.T) {
 		{"scheme=rs:0+2", "", "K must be 1 to 16"},
 		{"scheme=rs:20+4", "", "K must be 1 to 16"},
 		{"scheme=rs:4+0", "", "M must be 1 to 8"},
+		{"scheme=rs:4+9", "", "M must be 1 to 8"},
+		{"scheme=mirror:9", "", "2 to 8 copies"},
+		{"scheme=rs:4", "", "want rs:K+M"},
+		{"width=4,scheme=rs:4+2", "width=4,scheme=rs:4+2", ""},
+		{"width=8,scheme=rs:4+2", "", "width 8 does not match scheme rs:4+2: an rs:K+M layout has K data columns (set width=4 or leave width out)"},
+		{"width=200,scheme=mirror:2", "", "spans 400 data servers: at most 256"},
 		{"color=blue", "", `unknown key "color"`},
 		{"width=4,width=2", "", "given twice"},
 		{"width", "", `"width": want key=value`},
@@ -94,6 +100,107 @@ func FuzzParse(f *testing.F) {
 		again, err := Parse(p.String())
 		if err != nil || again != p {
 			t.Fatalf("Parse(%q) = %+v; reparse of %q = %+v, %v", s, p, p.String(), again, err)
+		}
+	})
+}
+
+func TestResolve(t *testing.T) {
+	def, _ := Parse("width=4,unit=1M,scheme=none")
+	for _, tc := range []struct {
+		own, dir string
+		want     string
+		err      string
+	}{
+		{"", "", "width=4,unit=1M,scheme=none", ""},
+		{"scheme=rs:2+1", "", "width=2,unit=1M,scheme=rs:2+1", ""},           // default width gives way to K
+		{"scheme=rs:6+2", "width=8", "width=6,unit=1M,scheme=rs:6+2", ""},    // so does a directory's
+		{"", "scheme=rs:4+2,unit=64K", "width=4,unit=64K,scheme=rs:4+2", ""}, // inherited together
+		{"width=2", "scheme=rs:4+2", "", "width 2 does not match scheme rs:4+2"},
+		{"scheme=mirror:3", "width=2", "width=2,unit=1M,scheme=mirror:3", ""},
+		{"width=8,scheme=none", "scheme=rs:4+2", "width=8,unit=1M,scheme=none", ""},
+	} {
+		own, err := Parse(tc.own)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, err := Parse(tc.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Resolve(own, dir.Inherit(def))
+		if tc.err != "" {
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("Resolve(%q, %q) = %v, %v; want an error naming %q", tc.own, tc.dir, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got.String() != tc.want {
+			t.Errorf("Resolve(%q, %q) = %q, %v; want %q", tc.own, tc.dir, got, err, tc.want)
+		}
+	}
+}
+
+func TestComponents(t *testing.T) {
+	for spec, want := range map[string]int{
+		"":                          1,
+		"width=4":                   4,
+		"scheme=mirror:3":           3,
+		"width=4,scheme=mirror:2":   8,
+		"scheme=rs:4+2":             6,
+		"width=2,scheme=rs:2+1":     3,
+		"unit=1M,scheme=rs:16+8":    24,
+		"width=256,scheme=none":     256,
+		"width=128,scheme=mirror:2": 256,
+	} {
+		p, err := Parse(spec)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", spec, err)
+		}
+		if got := p.Components(); got != want {
+			t.Errorf("%q: Components() = %d, want %d", spec, got, want)
+		}
+		if p.Width != 0 {
+			l := Layout{Width: p.Width, Unit: 1 << 20, Scheme: p.Scheme}
+			if got := l.Components(); got != want {
+				t.Errorf("%q: Layout.Components() = %d, want %d", spec, got, want)
+			}
+		}
+	}
+}
+
+// FuzzResolve: no panic; a resolved policy is valid, sets every field, has
+// K data columns under rs:K+M, and keeps what own set.
+func FuzzResolve(f *testing.F) {
+	f.Add("scheme=rs:4+2", "width=8,unit=1M")
+	f.Add("width=3", "scheme=mirror:2")
+	f.Add("width=2", "scheme=rs:4+2")
+	f.Add("", "")
+	def, _ := Parse("width=4,unit=1M,scheme=none")
+	f.Fuzz(func(t *testing.T, o, d string) {
+		own, err1 := Parse(o)
+		dir, err2 := Parse(d)
+		if err1 != nil || err2 != nil {
+			return
+		}
+		p, err := Resolve(own, dir.Inherit(def))
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Resolve(%q, %q): %v does not wrap ErrInvalid", o, d, err)
+			}
+			return
+		}
+		if err := p.Validate(); err != nil || p.Width == 0 || p.Unit == 0 || !p.HasScheme {
+			t.Fatalf("Resolve(%q, %q) = %+v (%v): incomplete or invalid", o, d, p, err)
+		}
+		if p.Scheme.Kind == KindRS && p.Width != p.Scheme.K {
+			t.Fatalf("Resolve(%q, %q) = %+v: rs width is not K", o, d, p)
+		}
+		if (own.Width != 0 && own.Width != p.Width) || (own.Unit != 0 && own.Unit != p.Unit) || (own.HasScheme && own.Scheme != p.Scheme) {
+			t.Fatalf("Resolve(%q, %q) = %+v: lost what own set", o, d, p)
+		}
+		l := Layout{Width: p.Width, Unit: p.Unit, Scheme: p.Scheme}
+		if l.Components() != p.Components() || l.Components() > MaxComponents {
+			t.Fatalf("Resolve(%q, %q) = %+v: %d components", o, d, p, l.Components())
 		}
 	})
 }

@@ -24,6 +24,14 @@ const (
 )
 
 // Scheme is a redundancy scheme: none, mirror:N (N copies) or rs:K+M.
+//
+// How a scheme spreads a layout of width W over data servers (one
+// component per data server, each on its own node):
+//   - none: W components, component c is data column c.
+//   - mirror:N: W*N components; copy r (0 <= r < N) of data column c is
+//     component r*W+c, so the first W components are laid out as none.
+//   - rs:K+M: the width is K; K+M components, component c < K is data
+//     column c and component K+j holds parity unit j of every stripe row.
 type Scheme struct {
 	Kind Kind
 	N    int // copies, for KindMirror
@@ -41,6 +49,18 @@ func (s Scheme) String() string {
 	default:
 		return "none"
 	}
+}
+
+// Components is how many components a layout of this scheme with width
+// data columns has (see Scheme for their order).
+func (s Scheme) Components(width int) int {
+	switch s.Kind {
+	case KindMirror:
+		return width * s.N
+	case KindRS:
+		return s.K + s.M
+	}
+	return width
 }
 
 // ParseScheme parses "none", "mirror:N" or "rs:K+M" and checks its limits.
