@@ -100,6 +100,7 @@ func commands() []command {
 		{"mpiio", "layout", "MPI-IO hints: a ROMIO hints file for a layout, check hints", runMPIIO},
 		{"df", "cluster", "show capacity, use and data servers", runDf},
 		{"tier", "cluster", "job tiers: check a --storage-tier spec", runTier},
+		{"admin", "cluster", "administer the cluster: MDS replicas", runAdmin},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/strata-hpc/strata/daemon/admin"
 	"github.com/strata-hpc/strata/daemon/mds"
@@ -12,16 +13,20 @@ import (
 func runMDS(ctx context.Context, a *app, args []string) error {
 	f := newFlags("mds", "", `
 Run a metadata server: the namespace, layouts and the data server registry,
-in a Raft state machine persisted under --dir (one voter: it bootstraps
-itself the first time). It also serves the admin REST API on
+in a Raft state machine persisted under --dir. Alone it bootstraps itself
+as the only voter the first time; with --raft-peers (the same list on every
+replica, e.g. m1:7100,m2:7100,m3:7100) the replicas form one raft group and
+elect a leader, which alone serves clients (followers redirect them); with
+--join it waits to be added by "strata admin mds add". It also serves the admin REST API on
 --admin-listen. Every key can also come from the environment or a TOML
 file (see docs/config.md); flags win over the environment, which wins over
 the file. SIGINT or SIGTERM stops it cleanly.`)
 	cfg := mds.DefaultConfig()
 	cfg.Dir = "/var/lib/strata/mds"
+	cfg.ID = "" // mds.Config's default: mds1, or the raft address with --raft-peers
 	secretFile, adminListen, logLevel := "", admin.DefaultListen, "info"
 	o := newOptions("mds")
-	o.str("id", "raft server `id`", &cfg.ID)
+	o.str("id", "raft server `id` (default mds1, or this replica's raft address with --raft-peers)", &cfg.ID)
 	o.str("listen", "RPC `address` clients and data servers use", &cfg.Listen)
 	o.str("raft_addr", "raft `address`", &cfg.RaftAddr)
 	o.str("dir", "`directory` of the raft log, stable store and snapshots", &cfg.Dir)
@@ -33,6 +38,20 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	o.dur("raft_timeout", "raft heartbeat, election and lease `timeout`", &cfg.RaftTimeout)
 	o.uint("snapshot_threshold", "raft log `entries` between snapshots", &cfg.SnapshotThreshold)
 	o.str("admin_listen", "admin REST API `address`; \"off\" disables it", &adminListen)
+	peers := ""
+	o.str("raft_peers", "comma-separated raft `addresses` (or id=address) of the initial voters, this one included", &peers)
+	o.add("join", "start without bootstrapping and wait to be added as a voter (`true` or false)", "false", func(v string) error {
+		switch v {
+		case "true", "1", "yes":
+			cfg.Join = true
+		case "false", "0", "no", "":
+			cfg.Join = false
+		default:
+			return fmt.Errorf("join: %q is not true or false", v)
+		}
+		return nil
+	})
+	o.str("advertise", "RPC `address` followers redirect clients to (default: the listen address)", &cfg.Advertise)
 	o.str("log_level", "`level`: debug, info, warn or error", &logLevel)
 	o.register(f)
 	rest, err := f.parse(a, args)
@@ -44,6 +63,9 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	}
 	if err := o.apply(a); err != nil {
 		return err
+	}
+	if peers != "" {
+		cfg.Peers = strings.Split(peers, ",")
 	}
 	log, err := newLogger(a.stderr, logLevel)
 	if err != nil {

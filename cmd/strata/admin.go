@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/daemon/rpc"
+)
+
+func runAdmin(ctx context.Context, a *app, args []string) error {
+	f := newFlags("admin", "mds list | mds add ID RAFT_ADDR | mds remove ID", `
+Administer the cluster. "mds list" shows the MDS replicas (raft voters),
+which one leads, and their addresses; "mds add ID RAFT_ADDR" adds a replica
+that was started with --join; "mds remove ID" removes one (the last voter
+cannot be removed).`)
+	mds := f.mdsFlag(a)
+	rest, err := f.parse(a, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) < 2 || rest[0] != "mds" {
+		return usageErrorf("admin", "want: mds list | mds add ID RAFT_ADDR | mds remove ID")
+	}
+	return withClient(ctx, mds(), func(c *client.Client) error {
+		var r *rpc.ClusterResp
+		var err error
+		switch verb := rest[1]; {
+		case verb == "list" && len(rest) == 2:
+			r, err = c.Cluster(ctx)
+		case verb == "add" && len(rest) == 4:
+			r, err = c.AddVoter(ctx, rest[2], rest[3])
+		case verb == "remove" && len(rest) == 3:
+			r, err = c.RemoveVoter(ctx, rest[2])
+		default:
+			return usageErrorf("admin", "want: mds list | mds add ID RAFT_ADDR | mds remove ID")
+		}
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "MDS\tROLE\tRAFT ADDR\tRPC ADDR")
+		for _, v := range r.Voters {
+			role := "follower"
+			if v.ID == r.Leader {
+				role = "leader"
+			}
+			if !v.Voter {
+				role += " (non-voter)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.ID, role, v.RaftAddr, v.RPCAddr)
+		}
+		return tw.Flush()
+	})
+}
