@@ -118,11 +118,8 @@ func (st *state) setPolicy(c *xattrCmd, n *inode) result {
 	if err != nil {
 		return fail(errf(syscall.EINVAL, "%s on directory %d: %v", c.Name, c.Ino, err))
 	}
-	if err := supported(p); err != nil {
-		return fail(errf(syscall.EOPNOTSUPP, "%s on directory %d: %v", c.Name, c.Ino, err))
-	}
-	if p.Width > len(st.ds) {
-		return fail(errf(syscall.EINVAL, "%s on directory %d: width %d is more than the %d registered data servers", c.Name, c.Ino, p.Width, len(st.ds)))
+	if err := st.fits(p); err != nil {
+		return fail(errf(syscall.EINVAL, "%s on directory %d: %v", c.Name, c.Ino, err))
 	}
 	if err := xattrFlags(c, !n.Policy.IsZero()); err != nil {
 		return fail(err)

@@ -90,7 +90,7 @@ func (c Config) withDefaults() Config {
 }
 
 // Validate checks the config after defaults are applied: the required
-// fields are set, the default layout parses with a supported scheme, and
+// fields are set, the default layout parses, and
 // the durations are usable.
 func (c Config) Validate() error {
 	c = c.withDefaults()
@@ -140,19 +140,7 @@ func defaultPolicy(s string) (layout.Policy, error) {
 	if err != nil {
 		return layout.Policy{}, err
 	}
-	p = p.Inherit(builtinPolicy())
-	if err := supported(p); err != nil {
-		return layout.Policy{}, err
-	}
-	return p, nil
-}
-
-// supported refuses the redundancy schemes the data path does not have yet.
-func supported(p layout.Policy) error {
-	if p.HasScheme && p.Scheme.Kind != layout.KindNone {
-		return fmt.Errorf("scheme %s is not supported yet", p.Scheme)
-	}
-	return nil
+	return layout.Resolve(p, builtinPolicy())
 }
 
 // peer is one initial voter.

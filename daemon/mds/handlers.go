@@ -154,9 +154,6 @@ func (s *Server) create(_ context.Context, r *rpc.CreateReq) (*rpc.CreateResp, e
 		if err != nil {
 			return nil, errf(syscall.EINVAL, "create %q: %v", r.Name, err)
 		}
-		if err := supported(p); err != nil {
-			return nil, errf(syscall.EOPNOTSUPP, "create %q: %v", r.Name, err)
-		}
 		own = p
 	}
 	s.fsm.mu.RLock()
@@ -176,9 +173,9 @@ func (s *Server) create(_ context.Context, r *rpc.CreateReq) (*rpc.CreateResp, e
 	inherited, widthSet := st.policy(r.Parent, s.def)
 	s.fsm.mu.RUnlock()
 
-	p := own.Inherit(inherited)
-	if err := supported(p); err != nil {
-		return nil, errf(syscall.EOPNOTSUPP, "create %q: %v", r.Name, err)
+	p, err := layout.Resolve(own, inherited)
+	if err != nil {
+		return nil, errf(syscall.EINVAL, "create %q: %v", r.Name, err)
 	}
 	lay, err := s.reg.place(p, widthSet || own.Width != 0)
 	if err != nil {
@@ -329,16 +326,17 @@ func (s *Server) relayout(r *rpc.XattrReq, size uint64, cur layout.Layout) (*rpc
 	if p.IsZero() {
 		return nil, errf(syscall.EINVAL, "%s on %s: a file's layout cannot be empty", r.Name, what)
 	}
-	if err := supported(p); err != nil {
-		return nil, errf(syscall.EOPNOTSUPP, "%s on %s: %v", r.Name, what, err)
-	}
 	if r.Flags&rpc.XattrCreate != 0 {
 		return nil, errf(syscall.EEXIST, "%s on %s: a file always has a layout", r.Name, what)
 	}
 	if size > 0 {
 		return nil, errf(syscall.EEXIST, "cannot change the layout of a file that has data (size %d)", size)
 	}
-	lay, err := s.reg.place(p.Inherit(cur.Policy()), p.Width != 0)
+	full, err := layout.Resolve(p, cur.Policy())
+	if err != nil {
+		return nil, errf(syscall.EINVAL, "%s on %s: %v", r.Name, what, err)
+	}
+	lay, err := s.reg.place(full, p.Width != 0)
 	if err != nil {
 		return nil, errf(syscall.ENOSPC, "layout of %s: %v", what, err)
 	}

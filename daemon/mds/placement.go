@@ -60,17 +60,52 @@ func (r *registry) place(p layout.Policy, widthSet bool) (layout.Layout, error) 
 		return layout.Layout{}, errNoDataServers
 	}
 	w := p.Width
-	if !widthSet && w > usable {
-		w = usable
+	copies := p.Scheme.Components(w) / w
+	if !widthSet && p.Scheme.Kind != layout.KindRS && w*copies > usable {
+		w = max(1, usable/copies)
 	}
-	if w > usable {
-		return layout.Layout{}, fmt.Errorf("layout width %d needs %d data servers on distinct nodes, only %d are up", w, w, usable)
+	p.Width = w
+	if need := p.Components(); need > usable {
+		return layout.Layout{}, fmt.Errorf("layout %s needs %d data servers on distinct nodes, only %d are up", needs(p), need, usable)
 	}
-	targets, err := layout.Place(r.view.cands, w, r.rnd)
+	targets, err := layout.Place(r.view.cands, p.Components(), r.rnd)
 	if err != nil {
 		return layout.Layout{}, err
 	}
 	return layout.Layout{Width: w, Unit: p.Unit, Scheme: p.Scheme, Targets: targets}, nil
+}
+
+// fits checks that the registered data servers are on enough distinct
+// nodes for a layout of policy p (an unset width counting as the least).
+// It is deterministic: the registry's durable part is FSM state.
+func (st *state) fits(p layout.Policy) error {
+	if p.Width == 0 && !p.HasScheme {
+		return nil // a unit alone needs nothing
+	}
+	nodes := map[string]bool{}
+	for id, d := range st.ds {
+		if d.Node != "" {
+			id = d.Node
+		}
+		nodes[id] = true
+	}
+	if need := p.Components(); need > len(nodes) {
+		return fmt.Errorf("%s needs %d data servers on distinct nodes, %d registered", needs(p), need, len(nodes))
+	}
+	return nil
+}
+
+// needs names what a layout of policy p spans data servers for.
+func needs(p layout.Policy) string {
+	switch {
+	case p.Scheme.Kind == layout.KindRS:
+		return "scheme " + p.Scheme.String()
+	case p.Scheme.Kind == layout.KindMirror && p.Width == 0:
+		return "scheme " + p.Scheme.String()
+	case p.Scheme.Kind == layout.KindMirror:
+		return fmt.Sprintf("width %d with scheme %s", p.Width, p.Scheme)
+	}
+	return fmt.Sprintf("width %d", max(p.Width, 1))
 }
 
 func clampInt64(v uint64) int64 {
