@@ -1,7 +1,7 @@
-// Command strata is Strata's single binary: the daemons (dev, mds, ds) and
-// the user commands (ls, stat, mkdir, rm, mv, cp, cat, ln, readlink, touch,
-// truncate, chmod, setstripe, getstripe, df). main is glue only; Main holds
-// everything and is what the tests run.
+// Command strata is Strata's single binary: the daemons (dev, mds, ds,
+// the FUSE mount and umount) and the user commands (ls, stat, mkdir, rm, mv,
+// cp, cat, ln, readlink, touch, truncate, chmod, setstripe, getstripe, df).
+// main is glue only; Main holds everything and is what the tests run.
 //
 // It is the only package that reads flags, environment variables and
 // configuration files, and the only one that wires concrete daemons
