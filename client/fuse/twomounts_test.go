@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestCloseToOpen: what one mount wrote and closed, another mount reads
@@ -161,6 +163,38 @@ func TestLocksAcrossMounts(t *testing.T) {
 			t.Fatal("B: F_SETLKW still waiting after A unlocked")
 		}
 		if err := lockT(fb, syscall.F_UNLCK); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("OFD", func(t *testing.T) {
+		ofd := func(f *os.File, typ int16) error {
+			lk := unix.Flock_t{Type: typ}
+			return unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
+		}
+		fa2 := open(a)
+		if err := ofd(fa2, unix.F_WRLCK); err != nil {
+			t.Fatalf("A: OFD lock: %v", err)
+		}
+		if err := ofd(fb, unix.F_WRLCK); !errors.Is(err, syscall.EAGAIN) {
+			t.Fatalf("B: OFD lock while A holds one: %v, want EAGAIN", err)
+		}
+		// The lock belongs to the open file: it goes when that is closed.
+		if err := fa2.Close(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := ofd(fb, unix.F_WRLCK)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, syscall.EAGAIN) || time.Now().After(deadline) {
+				t.Fatalf("B: OFD lock after A closed: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := ofd(fb, unix.F_UNLCK); err != nil {
 			t.Fatal(err)
 		}
 	})
