@@ -16,8 +16,8 @@
 // written bytes durable on the data servers and publish the size
 // (LAYOUTCOMMIT). Writes are gathered per open inode into buffers of a
 // stripe row and written behind, in parallel, bounded per mount
-// (Options.WriteBehind); an error of a write behind is reported by the next
-// write, flush or fsync of the file. A file unlinked while open on this
+// (Options.WriteBehind); an error of a write behind fails the next writes
+// and is reported by the next flush (close) or fsync of the file. A file unlinked while open on this
 // mount is renamed to ".strata-open-*" until its last close, as NFS does
 // ("silly rename").
 //

@@ -36,7 +36,7 @@ type writer struct {
 	size     int // the buffer size for the current layout
 	inflight []span
 	free     [][]byte
-	err      error // the first failed write behind, reported once
+	err      error // the first failed write behind, until drain reports it
 }
 
 // span is the byte range [off, end) of a buffer being written.
@@ -63,14 +63,13 @@ func bufSize(f *client.File) int {
 	return row
 }
 
-// write accepts data at off. It returns the error of an earlier write
-// behind, once.
+// write accepts data at off. After a write behind failed, it refuses
+// more data with that error until drain (fsync, close) has reported it.
 func (w *writer) write(f *client.File, data []byte, off int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err := w.err; err != nil {
-		w.err = nil
-		return err
+	if w.err != nil {
+		return w.err
 	}
 	if len(w.buf) > 0 && (off != w.off+int64(len(w.buf)) || f != w.f) {
 		w.submit()
