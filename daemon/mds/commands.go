@@ -46,6 +46,7 @@ const (
 	cmdLockRelease cmdType = 18                // lockCmd
 	cmdSessionDrop cmdType = 19                // sessionCmd
 	cmdMDSAddr     cmdType = 20 | cmdIgnorable // mdsAddrCmd: optional, an old binary may skip it
+	cmdTierPut     cmdType = 21 | cmdIgnorable // tierPutCmd (tiers.go): optional, an old binary may skip it
 )
 
 // errUnknownCommand is wrapped when a log entry has a type this binary does
@@ -212,6 +213,8 @@ func newPayload(t cmdType) any {
 		return new(sessionCmd)
 	case cmdMDSAddr:
 		return new(mdsAddrCmd)
+	case cmdTierPut:
+		return new(tierPutCmd)
 	}
 	return nil
 }

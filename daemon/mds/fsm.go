@@ -173,6 +173,8 @@ func (st *state) apply(t cmdType, p any) result {
 		return st.applySessionDrop(p.(*sessionCmd))
 	case cmdMDSAddr:
 		return st.applyMDSAddr(p.(*mdsAddrCmd))
+	case cmdTierPut:
+		return st.applyTierPut(p.(*tierPutCmd))
 	}
 	panic(fmt.Sprintf("mds: command type %d has a payload but no apply", t))
 }

@@ -61,6 +61,9 @@ func (s *Server) register(m *rpc.Mux) {
 	handle(s, m, rpc.MSessionRenew, s.sessionRenew)
 	handle(s, m, rpc.MAddVoter, s.addVoter)
 	handle(s, m, rpc.MRemoveVoter, s.removeVoter)
+	handle(s, m, rpc.MTierPut, s.tierPut)
+	handle(s, m, rpc.MTierGet, s.tierGet)
+	handle(s, m, rpc.MTierList, s.tierList)
 }
 
 // handle registers fn for method and counts its calls and failures. On a

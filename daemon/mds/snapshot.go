@@ -16,9 +16,10 @@ import (
 // rpc.Marshal encoding: one snapHeader, then Inodes inode records in inode
 // order, Orphans orphan records in key order, DataServers dsRecord records
 // in id order, then Locks lockRecord records in inode order, each inode's
-// locks in table order. The order makes the encoding of a state canonical.
-// (Locks was appended to the header later: a snapshot without it decodes
-// with none.)
+// locks in table order, MDSAddrs mdsAddrRecord records in id order, then
+// Tiers tierRecord records in job order. The order makes the encoding of a
+// state canonical. (Locks, MDSAddrs and Tiers were appended to the header
+// later: a snapshot without them decodes with none.)
 
 // snapVersion is the snapshot format written by this binary.
 const snapVersion = 1
@@ -36,6 +37,7 @@ type snapHeader struct {
 	DataServers uint64
 	Locks       uint64
 	MDSAddrs    uint64
+	Tiers       uint64 // appended later: an older snapshot decodes with none
 }
 
 // mdsAddrRecord is one MDS replica's RPC address in a snapshot.
@@ -74,6 +76,7 @@ func writeSnapshot(w io.Writer, v snapshotView) error {
 		h.Locks += uint64(len(ls))
 	}
 	h.MDSAddrs = uint64(len(v.mds))
+	h.Tiers = uint64(len(v.tiers))
 	if err := put(&h); err != nil {
 		return fmt.Errorf("write snapshot: %w", err)
 	}
@@ -107,6 +110,11 @@ func writeSnapshot(w io.Writer, v snapshotView) error {
 	for _, id := range slices.Sorted(maps.Keys(v.mds)) {
 		if err := put(&mdsAddrRecord{ID: id, RPC: v.mds[id]}); err != nil {
 			return fmt.Errorf("write snapshot mds %s: %w", id, err)
+		}
+	}
+	for _, job := range slices.Sorted(maps.Keys(v.tiers)) {
+		if err := put(&tierRecord{Rec: *v.tiers[job]}); err != nil {
+			return fmt.Errorf("write snapshot tier %d: %w", job, err)
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -151,6 +159,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		ds:      map[string]dsRecord{},
 		locks:   lockTable{},
 		mds:     map[string]string{},
+		tiers:   tierTable{},
 		epoch:   1,
 	}
 	for i := uint64(0); i < h.Inodes; i++ {
@@ -191,6 +200,13 @@ func readSnapshot(r io.Reader) (*state, error) {
 			return nil, fmt.Errorf("%w: mds record %d: %w", ErrSnapshot, i, err)
 		}
 		st.mds[r.ID] = r.RPC
+	}
+	for i := uint64(0); i < h.Tiers; i++ {
+		var r tierRecord
+		if err := get(&r); err != nil {
+			return nil, fmt.Errorf("%w: tier record %d: %w", ErrSnapshot, i, err)
+		}
+		st.tiers[r.Rec.Job] = &r.Rec
 	}
 	if err := st.check(); err != nil {
 		return nil, err

@@ -94,6 +94,7 @@ type state struct {
 	ds      map[string]dsRecord
 	locks   lockTable
 	mds     map[string]string // MDS replica id -> RPC address (for redirects)
+	tiers   tierTable         // job tier registry (tiers.go)
 	epoch   uint64            // bumped by each snapshot; see inode
 }
 
@@ -106,6 +107,7 @@ func newState() *state {
 		ds:      map[string]dsRecord{},
 		locks:   lockTable{},
 		mds:     map[string]string{},
+		tiers:   tierTable{},
 		epoch:   1,
 	}
 	st.inodes[rpc.RootIno] = &inode{
@@ -223,6 +225,7 @@ type snapshotView struct {
 	ds      map[string]dsRecord
 	locks   lockTable
 	mds     map[string]string
+	tiers   tierTable
 }
 
 // capture returns a view of the current state and starts a new epoch, so
@@ -235,6 +238,7 @@ func (st *state) capture() snapshotView {
 		ds:      maps.Clone(st.ds),
 		locks:   maps.Clone(st.locks),
 		mds:     maps.Clone(st.mds),
+		tiers:   maps.Clone(st.tiers),
 	}
 	st.epoch++
 	return v

@@ -1,0 +1,184 @@
+package mds
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/capability"
+)
+
+// The tier registry: one record per job tier (daemon/agent), part of the
+// FSM so that it outlives the job, the agents and an MDS restart. Only the
+// node agents write it, with an admin capability signed by the cluster
+// secret; every put merges into the record (tierPutCmd). Reads are served
+// by the leader from its FSM, like the namespace's.
+//
+// Copy-on-write: a snapshot shares the records, so a put stores a new
+// record and never modifies one in place.
+
+// maxTiers bounds the registry: past it, the final record updated longest
+// ago is dropped (the oldest non-final one if none is final).
+const maxTiers = 10000
+
+// tierPutCmd merges an agent's report into a tier's record. Now is the
+// leader's clock.
+type tierPutCmd struct {
+	Req rpc.TierPutReq
+	Now int64
+}
+
+// tierTable maps a job id to its tier's record.
+type tierTable map[uint32]*rpc.TierRecord
+
+func (st *state) applyTierPut(c *tierPutCmd) result {
+	r := c.Req
+	old := st.tiers[r.Job]
+	if old == nil && r.Info == nil {
+		return fail(errf(syscall.ENOENT, "tier of job %d: no record yet (the first put carries the tier's info)", r.Job))
+	}
+	rec := &rpc.TierRecord{Job: r.Job}
+	if old != nil {
+		rec = cloneTier(old)
+	}
+	if r.Info != nil {
+		rec.Info = *r.Info
+		rec.Info.Nodes = slices.Clone(r.Info.Nodes)
+	}
+	if r.State != "" && !rpc.TierFinal(rec.State) {
+		rec.State = r.State
+	}
+	if r.Ended != 0 && rec.Ended == 0 {
+		rec.Ended = r.Ended
+	}
+	if r.Stats.Node != "" {
+		i := slices.IndexFunc(rec.Stats, func(s rpc.TierNodeStats) bool { return s.Node == r.Stats.Node })
+		if i < 0 {
+			rec.Stats = append(rec.Stats, r.Stats)
+			slices.SortFunc(rec.Stats, func(a, b rpc.TierNodeStats) int { return strings.Compare(a.Node, b.Node) })
+		} else {
+			rec.Stats[i] = r.Stats
+		}
+	}
+	for _, e := range r.Errors {
+		if len(rec.Errors) >= rpc.MaxTierErrors {
+			rec.Dropped++
+			continue
+		}
+		rec.Errors = append(rec.Errors, truncate(e))
+	}
+	for _, l := range r.Lost {
+		switch {
+		case slices.Contains(rec.Lost, l):
+		case len(rec.Lost) >= rpc.MaxTierLost:
+			rec.Dropped++
+		default:
+			rec.Lost = append(rec.Lost, truncate(l))
+		}
+	}
+	rec.Updated = c.Now
+	st.tiers[r.Job] = rec
+	if len(st.tiers) > maxTiers {
+		st.evictTier()
+	}
+	return result{}
+}
+
+// evictTier drops the record that matters least: the final one updated
+// longest ago, else the oldest. Ties go to the smaller job id, so that
+// every replica drops the same one.
+func (st *state) evictTier() {
+	var victim *rpc.TierRecord
+	better := func(a, b *rpc.TierRecord) bool { // a is a better victim than b
+		if fa, fb := rpc.TierFinal(a.State), rpc.TierFinal(b.State); fa != fb {
+			return fa
+		}
+		if a.Updated != b.Updated {
+			return a.Updated < b.Updated
+		}
+		return a.Job < b.Job
+	}
+	for _, r := range st.tiers {
+		if victim == nil || better(r, victim) {
+			victim = r
+		}
+	}
+	delete(st.tiers, victim.Job)
+}
+
+func cloneTier(r *rpc.TierRecord) *rpc.TierRecord {
+	c := *r
+	c.Info.Nodes = slices.Clone(r.Info.Nodes)
+	c.Stats = slices.Clone(r.Stats)
+	c.Errors = slices.Clone(r.Errors)
+	c.Lost = slices.Clone(r.Lost)
+	return &c
+}
+
+func truncate(s string) string {
+	if len(s) > rpc.MaxTierString {
+		return s[:rpc.MaxTierString]
+	}
+	return s
+}
+
+// tierPut checks the agent's capability and applies its report.
+func (s *Server) tierPut(_ context.Context, r *rpc.TierPutReq) (*rpc.Empty, error) {
+	if err := r.Cap.Verify(s.cfg.Secret, s.clock(), 0, 0, capability.OpAdmin); err != nil || r.Cap.Ops&capability.OpAdmin == 0 {
+		return nil, errf(syscall.EACCES, "tier put of job %d: only a node agent holding the cluster secret may write the tier registry", r.Job)
+	}
+	if r.Job == 0 {
+		return nil, errf(syscall.EINVAL, "tier put: job id 0")
+	}
+	r.Cap = capability.Token{} // not kept in the log
+	if _, err := s.apply(cmdTierPut, &tierPutCmd{Req: *r, Now: s.now()}); err != nil {
+		return nil, err
+	}
+	return &rpc.Empty{}, nil
+}
+
+// Tier returns the record of job's tier (ENOENT if there is none).
+func (s *Server) Tier(_ context.Context, job uint32) (*rpc.TierRecord, error) {
+	s.fsm.mu.RLock()
+	defer s.fsm.mu.RUnlock()
+	r := s.fsm.st.tiers[job]
+	if r == nil {
+		return nil, errf(syscall.ENOENT, "no tier recorded for job %d", job)
+	}
+	return cloneTier(r), nil
+}
+
+// Tiers returns every tier record, by job id.
+func (s *Server) Tiers(context.Context) ([]rpc.TierRecord, error) {
+	s.fsm.mu.RLock()
+	defer s.fsm.mu.RUnlock()
+	out := make([]rpc.TierRecord, 0, len(s.fsm.st.tiers))
+	for _, job := range slices.Sorted(maps.Keys(s.fsm.st.tiers)) {
+		out = append(out, *cloneTier(s.fsm.st.tiers[job]))
+	}
+	return out, nil
+}
+
+func (s *Server) tierGet(ctx context.Context, r *rpc.TierReq) (*rpc.TierResp, error) {
+	rec, err := s.Tier(ctx, r.Job)
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.TierResp{Tier: *rec}, nil
+}
+
+func (s *Server) tierList(ctx context.Context, _ *rpc.Empty) (*rpc.TierListResp, error) {
+	ts, err := s.Tiers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &rpc.TierListResp{Tiers: ts}, nil
+}
+
+// tierRecord is one tier in a snapshot.
+type tierRecord struct {
+	Rec rpc.TierRecord
+}
