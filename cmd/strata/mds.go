@@ -89,7 +89,7 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	}
 	names, servers := []string{"mds"}, []server{m}
 	if adminListen != "off" && adminListen != "" {
-		ad, err := admin.New(admin.Config{Listen: adminListen}, admin.Deps{Log: log, Source: m})
+		ad, err := admin.New(admin.Config{Listen: adminListen}, admin.Deps{Log: log, Source: m, Tiers: m})
 		if err != nil {
 			_ = m.Close()
 			return err

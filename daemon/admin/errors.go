@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"syscall"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
@@ -18,6 +19,9 @@ var (
 	// ErrNotServing is wrapped when the MDS answers but cannot serve the
 	// namespace (no leader, election in progress).
 	ErrNotServing = errors.New("admin: mds not serving")
+	// ErrBadRequest is answered to a request whose path or parameters
+	// are malformed.
+	ErrBadRequest = errors.New("admin: bad request")
 	// errNoState is a Source that answered neither state nor error.
 	errNoState = errors.New("admin: source returned no cluster state")
 )
@@ -26,8 +30,10 @@ var (
 // first case that matches (errors.Is) wins; anything else is a 500.
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, ErrNotFound), errors.Is(err, syscall.ENOENT):
 		return http.StatusNotFound
+	case errors.Is(err, ErrBadRequest):
+		return http.StatusBadRequest
 	case errors.Is(err, ErrMethodNotAllowed):
 		return http.StatusMethodNotAllowed
 	case errors.Is(err, ErrNotServing), errors.Is(err, rpc.ErrUnavailable):

@@ -35,13 +35,45 @@ const (
 	metricsType = "text/plain; version=0.0.4; charset=utf-8"
 )
 
-// routeTable lists every endpoint. GET routes also answer HEAD.
+// routeTable lists every endpoint. GET routes also answer HEAD. A path
+// ending in /{NAME} matches any last segment, which the handler reads with
+// pathParam.
 func (s *Server) routeTable() map[string]route {
 	return map[string]route{
-		"/v1/health":  {http.MethodGet: s.health},
-		"/v1/cluster": {http.MethodGet: s.cluster},
-		"/metrics":    {http.MethodGet: s.metrics},
+		"/v1/health":      {http.MethodGet: s.health},
+		"/v1/cluster":     {http.MethodGet: s.cluster},
+		"/metrics":        {http.MethodGet: s.metrics},
+		"/v1/tiers":       {http.MethodGet: s.listTiers},
+		"/v1/tiers/{job}": {http.MethodGet: s.getTier},
 	}
+}
+
+// paramKey is the context key of the path's last segment when its route
+// ends in a parameter.
+type paramKey struct{}
+
+// pathParam returns the last path segment a /{NAME} route matched.
+func pathParam(ctx context.Context) string {
+	v, _ := ctx.Value(paramKey{}).(string)
+	return v
+}
+
+// match finds the route of path: an exact one, else one whose last
+// segment is a parameter, with the segment's value.
+func (s *Server) match(path string) (route, string, bool) {
+	if rt, ok := s.routes[path]; ok {
+		return rt, "", true
+	}
+	i := strings.LastIndexByte(path, '/')
+	if i < 0 || i == len(path)-1 {
+		return nil, "", false
+	}
+	for p, rt := range s.routes {
+		if strings.HasSuffix(p, "}") && strings.HasPrefix(p, path[:i+1]) && strings.IndexByte(p[i+1:], '/') < 0 && strings.HasPrefix(p[i+1:], "{") {
+			return rt, path[i+1:], true
+		}
+	}
+	return nil, "", false
 }
 
 // serve is the fasthttp handler: route, run the handler with a context of
@@ -65,7 +97,7 @@ func (s *Server) serve(rc *fasthttp.RequestCtx) {
 // dispatch finds and runs the handler of path and method and turns an
 // error into its JSON reply.
 func (s *Server) dispatch(path, method string) reply {
-	rt, ok := s.routes[path]
+	rt, param, ok := s.match(path)
 	if !ok {
 		return errorReply(fmt.Errorf("%w: %s", ErrNotFound, path))
 	}
@@ -80,6 +112,9 @@ func (s *Server) dispatch(path, method string) reply {
 	}
 	ctx, cancel := context.WithTimeout(s.base, requestTimeout)
 	defer cancel()
+	if param != "" {
+		ctx = context.WithValue(ctx, paramKey{}, param)
+	}
 	r, err := h(ctx)
 	if err != nil {
 		return errorReply(err)

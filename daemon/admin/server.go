@@ -23,10 +23,21 @@ type Source interface {
 	WriteMetrics(w io.Writer) error
 }
 
+// TierSource is the job tier registry (daemon/mds tiers.go), for
+// GET /v1/tiers and /v1/tiers/{job}.
+type TierSource interface {
+	// Tiers returns every tier record, by job id.
+	Tiers(ctx context.Context) ([]rpc.TierRecord, error)
+	// Tier returns one job's record; an error matching syscall.ENOENT when
+	// there is none.
+	Tier(ctx context.Context, job uint32) (*rpc.TierRecord, error)
+}
+
 // Deps are the admin server's collaborators.
 type Deps struct {
 	Log    *slog.Logger // default: discard
 	Source Source       // required
+	Tiers  TierSource   // optional: without it /v1/tiers answers 404
 }
 
 const (
@@ -42,6 +53,7 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	src    Source
+	tiers  TierSource
 	routes map[string]route
 	srv    *fasthttp.Server
 
@@ -74,6 +86,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		cfg:   cfg,
 		log:   log.With("component", "admin"),
 		src:   deps.Source,
+		tiers: deps.Tiers,
 		ready: make(chan struct{}),
 		done:  make(chan struct{}),
 	}

@@ -120,7 +120,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.o.AdminAddr != "-" {
 		acfg := admin.DefaultConfig()
 		acfg.Listen = c.o.AdminAddr
-		a, err := admin.New(acfg, admin.Deps{Log: c.o.Log, Source: c.mdsSource()})
+		a, err := admin.New(acfg, admin.Deps{Log: c.o.Log, Source: c.mdsSource(), Tiers: c.mdsSource()})
 		if err != nil {
 			return fmt.Errorf("admin: %w", err)
 		}

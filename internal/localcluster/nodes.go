@@ -313,4 +313,20 @@ func (s source) WriteMetrics(w io.Writer) error {
 	return m.WriteMetrics(w)
 }
 
+func (s source) Tiers(ctx context.Context) ([]rpc.TierRecord, error) {
+	m := s.c.MDS()
+	if m == nil {
+		return nil, errMDSDown
+	}
+	return m.Tiers(ctx)
+}
+
+func (s source) Tier(ctx context.Context, job uint32) (*rpc.TierRecord, error) {
+	m := s.c.MDS()
+	if m == nil {
+		return nil, errMDSDown
+	}
+	return m.Tier(ctx, job)
+}
+
 var errMDSDown = errors.New("localcluster: the mds is stopped")
