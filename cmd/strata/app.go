@@ -83,6 +83,7 @@ func commands() []command {
 		{"ds", "daemons", "run a data server", runDS},
 		{"mount", "daemons", "mount the namespace with FUSE, in the foreground", runMount},
 		{"umount", "daemons", "unmount a Strata mount", runUmount},
+		{"agent", "daemons", "run a compute node's agent: job tiers for Slurm", runAgent},
 		{"ls", "files", "list directories", runLs},
 		{"stat", "files", "show a file's attributes", runStat},
 		{"mkdir", "files", "make directories", runMkdir},
@@ -99,7 +100,7 @@ func commands() []command {
 		{"getstripe", "layout", "show a file's layout or a directory's policy", runGetstripe},
 		{"mpiio", "layout", "MPI-IO hints: a ROMIO hints file for a layout, check hints", runMPIIO},
 		{"df", "cluster", "show capacity, use and data servers", runDf},
-		{"tier", "cluster", "job tiers: check a --storage-tier spec", runTier},
+		{"tier", "cluster", "job tiers: check a spec, show tiers, wait for a drain", runTier},
 		{"admin", "cluster", "administer the cluster: MDS replicas", runAdmin},
 	}
 }

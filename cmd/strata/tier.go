@@ -9,7 +9,7 @@ import (
 	"github.com/strata-hpc/strata/jobtier"
 )
 
-const tierUsage = `Usage: strata tier validate [flags] SPEC
+const tierUsage = `Usage: strata tier validate|status|drain [flags] ...
 
 Job tiers: a private file system made of a Slurm job's own nodes
 (sbatch --storage-tier=SPEC, see docs/storage-tier.md).
@@ -20,6 +20,13 @@ Job tiers: a private file system made of a Slurm job's own nodes
       stderr and exit 1. The SPANK plugin runs this at submit time, so that
       sbatch, srun and salloc fail before anything is queued. It needs no
       MDS and takes no --mds.
+
+  strata tier status [--json] [JOBID]
+      The tiers the global MDS's registry keeps: a table, or one in full.
+
+  strata tier drain [--wait] [--timeout D] PATH...
+      From inside a job: whether files of its tier are drained; with
+      --wait, block until they are.
 `
 
 func runTier(ctx context.Context, a *app, args []string) error {
@@ -30,13 +37,17 @@ func runTier(ctx context.Context, a *app, args []string) error {
 	switch sub {
 	case "validate":
 		return runTierValidate(a, args[1:])
+	case "status":
+		return runTierStatus(ctx, a, args[1:])
+	case "drain":
+		return runTierDrain(ctx, a, args[1:])
 	case "-h", "-help", "--help":
 		fmt.Fprint(a.stdout, tierUsage)
 		return flag.ErrHelp
 	case "":
-		return usageErrorf("tier", "want a subcommand: validate")
+		return usageErrorf("tier", "want a subcommand: validate, status or drain")
 	}
-	return usageErrorf("tier", "unknown subcommand %q (want validate)", sub)
+	return usageErrorf("tier", "unknown subcommand %q (want validate, status or drain)", sub)
 }
 
 func runTierValidate(a *app, args []string) error {

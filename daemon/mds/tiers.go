@@ -64,19 +64,23 @@ func (st *state) applyTierPut(c *tierPutCmd) result {
 		}
 	}
 	for _, e := range r.Errors {
-		if len(rec.Errors) >= rpc.MaxTierErrors {
+		e = truncate(e)
+		switch {
+		case slices.Contains(rec.Errors, e): // every node may report the same
+		case len(rec.Errors) >= rpc.MaxTierErrors:
 			rec.Dropped++
-			continue
+		default:
+			rec.Errors = append(rec.Errors, e)
 		}
-		rec.Errors = append(rec.Errors, truncate(e))
 	}
 	for _, l := range r.Lost {
+		l = truncate(l)
 		switch {
 		case slices.Contains(rec.Lost, l):
 		case len(rec.Lost) >= rpc.MaxTierLost:
 			rec.Dropped++
 		default:
-			rec.Lost = append(rec.Lost, truncate(l))
+			rec.Lost = append(rec.Lost, l)
 		}
 	}
 	rec.Updated = c.Now

@@ -51,7 +51,7 @@ type TierNodeStats struct {
 // TierPutReq creates or updates the record of one job's tier. Info is
 // applied when set (first put); State when not empty; Stats replaces the
 // node's counters when Stats.Node is set; Errors and Lost are appended
-// (Lost without duplicates).
+// without duplicates.
 type TierPutReq struct {
 	Cap    capability.Token // OpAdmin, signed with the cluster secret
 	Job    uint32

@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/jobtier"
+)
+
+// Epilog ends this node's part of the job's tier. On the first node: the
+// final drain (every matching file not yet drained, verified), then the
+// mark on the tier's root that tells the other nodes it is over. On the
+// others: wait for that mark (or for the tier's MDS to be gone). Then on
+// every node: unmount (busy: retry, then lazy), stop the daemons, wipe the
+// NVMe directory and the job's state, and record the end in the registry.
+// It is idempotent: an epilog for a job this agent knows nothing of
+// (a second epilog, or one after a prolog that never ran here) only makes
+// sure no mount or directory of the job is left.
+func (s *Server) Epilog(ctx context.Context, req jobtier.HookRequest) error {
+	t := s.tier(req.JobID)
+	if t == nil {
+		return s.cleanupUnknown(req)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s.tier(req.JobID) != t {
+		return nil // a concurrent epilog did it
+	}
+	ectx, cancel := context.WithTimeout(ctx, s.cfg.EpilogTimeout)
+	defer cancel()
+	phase, _ := t.phase()
+	first := t.st.first()
+	if first {
+		if phase != phaseFailed {
+			_ = t.setPhase(phaseDraining, "")
+			t.rep.put(rpc.TierPutReq{State: rpc.TierDraining})
+		}
+		if t.drain != nil {
+			t.drain.finish(ectx)
+			t.drain = nil
+		}
+		s.markEpilog(t)
+	} else {
+		s.waitFirstNode(ectx, t)
+	}
+	err := s.teardown(t)
+	t.rep.statsLater(t.stats())
+	if first {
+		state := rpc.TierDone
+		if phase == phaseFailed {
+			state = rpc.TierFailed
+		}
+		t.rep.put(rpc.TierPutReq{State: state, Ended: time.Now().UnixNano()})
+	}
+	if err != nil {
+		t.rep.put(rpc.TierPutReq{Errors: []string{oneLine(fmt.Sprintf("teardown on %s: %v", s.cfg.Node, err))}})
+	}
+	t.rep.close()
+	if err != nil {
+		return err // the node keeps something of the tier: drain it
+	}
+	s.mu.Lock()
+	delete(s.tiers, req.JobID)
+	s.mu.Unlock()
+	return t.removeState()
+}
+
+// markEpilog tells the other nodes that the first node's final drain is
+// over.
+func (s *Server) markEpilog(t *tier) {
+	if !alive(t.proc("mds"), t.marker()) {
+		return // the others find the MDS gone
+	}
+	tc, err := t.tierClient()
+	if err != nil {
+		return
+	}
+	defer tc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tc.SetXattrIno(ctx, rpc.RootIno, epilogXattr, []byte("drained"), 0); err != nil {
+		s.log.Warn("epilog_mark_failed", "job_id", t.st.Job, "err", err)
+	}
+}
+
+// waitFirstNode waits until the first node's final drain is over: the
+// mark on the tier's root, or the tier's MDS gone, or ctx's end.
+func (s *Server) waitFirstNode(ctx context.Context, t *tier) {
+	tc, err := t.tierClient()
+	if err != nil {
+		return
+	}
+	defer tc.Close()
+	_ = poll(ctx, 50*time.Millisecond, func() (bool, error) {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := tc.GetXattrIno(cctx, rpc.RootIno, epilogXattr)
+		return err == nil || errors.Is(err, rpc.ErrUnavailable), nil
+	})
+}
+
+// teardown unmounts the tier, stops its daemons and wipes its data on
+// this node. It goes on past failures and returns them all.
+func (s *Server) teardown(t *tier) error {
+	var errs []error
+	m := t.marker()
+	stopProc(t.proc("mount"), m, 5*time.Second)
+	if err := unmountTier(t.st.MountPath); err != nil {
+		errs = append(errs, err)
+	}
+	stopProc(t.proc("ds"), m, 3*time.Second)
+	stopProc(t.proc("mds"), m, 3*time.Second)
+	for _, d := range []string{t.data, t.jobDir} {
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := removeMountPoint(t.st.MountPath); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// removeMountPoint removes the tier's empty mount point directory.
+func removeMountPoint(dir string) error {
+	if dir == "" || fuseMountAt(dir) != "" {
+		return nil
+	}
+	err := os.Remove(dir)
+	if err == nil || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EBUSY) {
+		return nil
+	}
+	return fmt.Errorf("remove mount point: %w", err)
+}
+
+// cleanupUnknown is the epilog of a job this agent has no tier for: it
+// removes whatever of the job is left on the node (a mount, directories).
+func (s *Server) cleanupUnknown(req jobtier.HookRequest) error {
+	t := s.newTier(req.JobID)
+	dir := ""
+	if spec, err := jobtier.Parse(req.Spec); err == nil {
+		dir = s.cfg.Tier.MountPath(spec, req.JobID)
+	}
+	var errs []error
+	if dir != "" {
+		if err := unmountTier(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, d := range []string{t.data, t.jobDir} {
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := removeMountPoint(dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := t.removeState(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

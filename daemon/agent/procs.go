@@ -1,0 +1,141 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The tier's daemons are processes of the strata binary, each in a
+// process group of its own so that neither a signal to the agent nor its
+// exit reaches them: `systemctl restart strata-agent` (KillMode=process)
+// leaves running tiers alone, and the restarted agent adopts them by PID.
+
+// startProc starts `strata ARGS...` with its output appended to logFile
+// and returns it. A goroutine owned by the server reaps it when it exits
+// (a process this agent did not start is reaped by init).
+func (s *Server) startProc(logFile string, args ...string) (procInfo, error) {
+	lf, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return procInfo{}, fmt.Errorf("log file: %w", err)
+	}
+	defer lf.Close()
+	cmd := exec.Command(s.cfg.Strata, args...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	// A clean environment: the daemons read STRATA_* keys from it.
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C"}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return procInfo{}, fmt.Errorf("start strata %s: %w", args[0], err)
+	}
+	p := procInfo{PID: cmd.Process.Pid, Log: logFile}
+	p.Start, _ = procStart(p.PID)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		_ = cmd.Wait()
+	}()
+	return p, nil
+}
+
+// procStart returns the start time of pid in clock ticks since boot.
+func procStart(pid int) (uint64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: fields start after ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return 0, errors.New("process is a zombie")
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// alive reports whether p still runs: the same PID with the same start
+// time, not a zombie, and its command line names marker (the job's own
+// directory), so that a recycled PID is never taken for the tier's.
+func alive(p procInfo, marker string) bool {
+	if p.PID <= 0 {
+		return false
+	}
+	st, err := procStart(p.PID)
+	if err != nil || (p.Start != 0 && st != p.Start) {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/cmdline")
+	return err == nil && bytes.Contains(cmdline, []byte(marker))
+}
+
+// stopProc stops p: SIGTERM to its process group, then SIGKILL after
+// grace. It returns once the process is gone (or was not ours).
+func stopProc(p procInfo, marker string, grace time.Duration) {
+	if !alive(p, marker) {
+		return
+	}
+	fd, err := unix.PidfdOpen(p.PID, 0)
+	if err != nil {
+		return // gone already
+	}
+	defer unix.Close(fd)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		_ = syscall.Kill(-p.PID, sig)
+		_ = syscall.Kill(p.PID, sig)
+		if waitExit(fd, grace) {
+			return
+		}
+	}
+	waitExit(fd, time.Minute)
+}
+
+// waitExit waits up to d until the process of the pidfd fd has exited.
+func waitExit(fd int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		ms := int(time.Until(deadline).Milliseconds())
+		if ms <= 0 {
+			return false
+		}
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n > 0
+	}
+}
+
+// tailLog returns the last lines of a daemon's log, for an error message.
+func tailLog(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if len(b) > 600 {
+		b = b[len(b)-600:]
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 3 {
+		lines = lines[len(lines)-3:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// logPath is the log file of one of a tier's daemons.
+func (t *tier) logPath(name string) string { return filepath.Join(t.jobDir, name+".log") }

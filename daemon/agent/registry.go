@@ -1,0 +1,118 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/capability"
+)
+
+// reportTimeout bounds one call to the registry: a global MDS that does
+// not answer must not hold up a job.
+const reportTimeout = 3 * time.Second
+
+// statsEvery is how often a tier's changed counters go to the registry.
+const statsEvery = time.Second
+
+// reporter sends one tier's reports to the global MDS's tier registry.
+// Reports are best effort: a failure is logged, the tier goes on. Counters
+// are sent at most every statsEvery by a goroutine the server owns.
+type reporter struct {
+	c      *client.Client
+	secret []byte
+	job    uint32
+	log    *slog.Logger
+
+	mu    sync.Mutex
+	stats *rpc.TierNodeStats // to send, nil when sent
+	kick  chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// newReporter starts a reporter; stopReporting stops it.
+func (s *Server) newReporter(job uint32) *reporter {
+	r := &reporter{
+		c: s.global, secret: s.cfg.Secret, job: job, log: s.log.With("job_id", job),
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		r.run(s.ctx)
+	}()
+	return r
+}
+
+// put sends one report now.
+func (r *reporter) put(req rpc.TierPutReq) {
+	req.Job = r.job
+	req.Cap = capability.Token{Ops: capability.OpAdmin, Job: "tier-agent", Expiry: time.Now().Add(time.Minute).UnixNano()}
+	req.Cap.Sign(r.secret)
+	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+	defer cancel()
+	if err := r.c.PutTier(ctx, &req); err != nil {
+		r.log.Warn("tier_report_failed", "err", err)
+	}
+}
+
+// statsLater queues this node's counters for the next periodic report.
+func (r *reporter) statsLater(st rpc.TierNodeStats) {
+	r.mu.Lock()
+	r.stats = &st
+	r.mu.Unlock()
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// flush sends queued counters now.
+func (r *reporter) flush() {
+	r.mu.Lock()
+	st := r.stats
+	r.stats = nil
+	r.mu.Unlock()
+	if st != nil {
+		r.put(rpc.TierPutReq{Stats: *st})
+	}
+}
+
+func (r *reporter) run(ctx context.Context) {
+	defer close(r.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.stop:
+			return
+		case <-r.kick:
+		}
+		r.flush()
+		t := time.NewTimer(statsEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-r.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// close stops the reporter and sends what is queued.
+func (r *reporter) close() {
+	select {
+	case <-r.stop:
+	default:
+		close(r.stop)
+	}
+	<-r.done
+	r.flush()
+}
