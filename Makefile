@@ -6,7 +6,7 @@ MPICC   ?= mpicc
 BIN     := bin/strata
 FUZZTIME ?= 5s
 
-.PHONY: all build run demo test lint fuzz bench clean mpiio
+.PHONY: all build run demo test lint fuzz bench clean mpiio spank
 
 all: build
 
@@ -25,11 +25,17 @@ demo: build
 
 test:
 	contrib/test-deps.sh
+	$(MAKE) spank
 	$(MAKE) lint
 	@if command -v $(MPICC) >/dev/null 2>&1; then $(MAKE) mpiio; else \
 	echo "*** make test: $(MPICC) not found, NOT building libstrata_mpiio.so; the OpenMPI tests will skip (apt-get install openmpi-bin libopenmpi-dev) ***"; fi
 	$(GO) test -race -count=1 ./...
 	$(MAKE) fuzz
+
+# spank/spank_strata.so, the SPANK plugin (-Wall -Wextra -Werror against
+# /usr/include/slurm/spank.h). See docs/slurm.md.
+spank:
+	$(MAKE) -C spank
 
 # libstrata_mpiio.so (the MPI-IO hints shim) and the MPI-IO test programs,
 # into bin/, with Open MPI's mpicc. See docs/mpiio.md.
