@@ -28,11 +28,12 @@ type File struct {
 	flag int
 	ino  uint64
 
-	mu     sync.Mutex // guards the fields below
-	view   *view      // layout and token; replaced on refresh
-	size   int64      // size as this handle knows it
-	dirty  map[int]bool
-	end    int64 // largest end written since the last Sync
+	mu     sync.Mutex   // guards the fields below
+	view   *view        // layout and token; replaced on refresh
+	size   int64        // size as this handle knows it
+	dirty  map[int]bool // components written since the last Sync
+	fault  func(Fault)  // see SetFaultHandler
+	end    int64        // largest end written since the last Sync
 	pos    int64
 	closed bool
 }
@@ -40,8 +41,9 @@ type File struct {
 // view is a file's layout and capability, immutable once built.
 type view struct {
 	lay   layout.Layout
-	addrs []string
+	addrs []string // of each component
 	tok   capability.Token
+	codec *layout.Codec // rs:K+M only
 }
 
 // Open opens name for reading.
@@ -126,13 +128,16 @@ func newView(r *rpc.LayoutGetResp) (*view, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("layout from mds: %w", err)
 	}
-	if len(r.Layout.Addrs) != l.Width {
-		return nil, fmt.Errorf("layout from mds: %d addresses for width %d", len(r.Layout.Addrs), l.Width)
+	if len(r.Layout.Addrs) != l.Components() {
+		return nil, fmt.Errorf("layout from mds: %d addresses for %d components of %s", len(r.Layout.Addrs), l.Components(), l)
 	}
-	if l.Scheme.Kind != layout.KindNone {
-		return nil, rpc.Errorf(syscall.EOPNOTSUPP, "scheme "+l.Scheme.String()+" is not supported by this client")
+	v := &view{lay: l, addrs: r.Layout.Addrs, tok: r.Cap}
+	if l.Scheme.Kind == layout.KindRS {
+		if v.codec, err = l.Codec(); err != nil {
+			return nil, fmt.Errorf("layout from mds: %w", err)
+		}
 	}
-	return &view{lay: l, addrs: r.Layout.Addrs, tok: r.Cap}, nil
+	return v, nil
 }
 
 // current returns the view, or an error if the file is closed.
@@ -200,7 +205,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if int64(n) > size-off {
 		n = int(size - off)
 	}
-	err := f.withView(func(v *view) error { return f.c.readStriped(f.ctx, v, f.ino, p[:n], off) })
+	err := f.withView(func(v *view) error { return f.io(v).read(f.ctx, p[:n], off) })
 	if err != nil {
 		return 0, f.err("read", err)
 	}
@@ -223,10 +228,10 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var cols []int
+	var comps []int
 	err := f.withView(func(v *view) error {
 		var err error
-		cols, err = f.c.writeStriped(f.ctx, v, f.ino, p, off)
+		comps, err = f.io(v).write(f.ctx, p, off)
 		return err
 	})
 	if err != nil {
@@ -234,7 +239,7 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 	}
 	end := off + int64(len(p))
 	f.mu.Lock()
-	for _, c := range cols {
+	for _, c := range comps {
 		f.dirty[c] = true
 	}
 	f.end = max(f.end, end)
@@ -299,7 +304,7 @@ func (f *File) Truncate(size int64) error {
 	if size < 0 {
 		return f.err("truncate", rpc.Errorf(syscall.EINVAL, "negative size"))
 	}
-	err := f.withView(func(v *view) error { return f.c.truncateStriped(f.ctx, v, f.ino, size) })
+	err := f.withView(func(v *view) error { return f.io(v).truncate(f.ctx, size) })
 	if err == nil {
 		now := time.Now().UnixNano()
 		err = f.c.mds(f.ctx, rpc.MSetattr, &rpc.SetattrReq{Ino: f.ino, Valid: rpc.SetSize | rpc.SetMtime, Size: uint64(size), Mtime: now}, &rpc.AttrResp{})
@@ -328,7 +333,7 @@ func (f *File) Sync() error {
 	if len(dirty) == 0 && end == 0 {
 		return nil
 	}
-	err := f.withView(func(v *view) error { return f.c.commitStriped(f.ctx, v, f.ino, dirty) })
+	err := f.withView(func(v *view) error { return f.io(v).commit(f.ctx, dirty) })
 	if err == nil {
 		var r rpc.AttrResp
 		v, _ := f.current()

@@ -10,7 +10,8 @@ import (
 )
 
 // This file is the striped layout driver (scheme none): it cuts file I/O
-// into per-column chunks and runs them in parallel on the data servers.
+// into per-column chunks and runs them in parallel on the data servers. Its
+// chunking, parallelism and per-component calls serve the other drivers.
 
 // chunk is a contiguous range of one column and the pieces of the caller's
 // buffer it maps to, in order.
@@ -97,81 +98,108 @@ func parallel(ctx context.Context, n, limit int, fn func(ctx context.Context, i 
 	return first
 }
 
-func (v *view) req(ino uint64, col int) rpc.DSReq {
-	return rpc.DSReq{Cap: v.tok, ID: rpc.ComponentID{Ino: ino, Gen: v.lay.Generation, Col: uint32(col)}}
+func (v *view) req(ino uint64, comp int) rpc.DSReq {
+	return rpc.DSReq{Cap: v.tok, ID: rpc.ComponentID{Ino: ino, Gen: v.lay.Generation, Col: uint32(comp)}}
 }
 
-func (c *Client) readStriped(ctx context.Context, v *view, ino uint64, p []byte, off int64) error {
-	cs := chunks(v.lay, p, off, int64(c.cfg.ChunkSize))
-	return parallel(ctx, len(cs), c.cfg.MaxInflight, func(ctx context.Context, i int) error {
-		ch := cs[i]
-		req := v.req(ino, ch.col)
-		req.Off, req.Len = uint64(ch.colOff), uint64(ch.n)
-		var r rpc.DSResp
-		got, err := c.rpc.CallVec(ctx, v.addrs[ch.col], rpc.DRead, &req, nil, &r, ch.pieces)
-		if err != nil {
-			return fmt.Errorf("read column %d on %s: %w", ch.col, v.lay.Targets[ch.col], err)
+// readComp reads len(pieces) bytes at colOff of component comp into
+// pieces; where the component is shorter (a hole or the file's tail) the
+// pieces are zero-filled.
+func (o *fileIO) readComp(ctx context.Context, comp int, colOff int64, n int64, pieces [][]byte) error {
+	req := o.v.req(o.ino, comp)
+	req.Off, req.Len = uint64(colOff), uint64(n)
+	var r rpc.DSResp
+	got, err := o.c.rpc.CallVec(ctx, o.v.addrs[comp], rpc.DRead, &req, nil, &r, pieces)
+	if err != nil {
+		return fmt.Errorf("read component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
+	}
+	for _, pc := range pieces {
+		if got >= len(pc) {
+			got -= len(pc)
+			continue
 		}
-		// A column shorter than the range is a hole or the file's tail: zeros.
-		for _, pc := range ch.pieces {
-			if got >= len(pc) {
-				got -= len(pc)
-				continue
-			}
-			clear(pc[got:])
-			got = 0
-		}
-		return nil
+		clear(pc[got:])
+		got = 0
+	}
+	return nil
+}
+
+// writeComp writes pieces at colOff of component comp.
+func (o *fileIO) writeComp(ctx context.Context, comp int, colOff int64, pieces [][]byte) error {
+	req := o.v.req(o.ino, comp)
+	req.Off = uint64(colOff)
+	var r rpc.DSResp
+	if _, err := o.c.rpc.CallVec(ctx, o.v.addrs[comp], rpc.DWrite, &req, pieces, &r, nil); err != nil {
+		return fmt.Errorf("write component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
+	}
+	return nil
+}
+
+// truncateComp sets the size of component comp.
+func (o *fileIO) truncateComp(ctx context.Context, comp int, size int64) error {
+	req := o.v.req(o.ino, comp)
+	req.Size = uint64(size)
+	if err := o.c.rpc.Call(ctx, o.v.addrs[comp], rpc.DTruncate, &req, &rpc.DSResp{}); err != nil {
+		return fmt.Errorf("truncate component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
+	}
+	return nil
+}
+
+func (o *fileIO) readStriped(ctx context.Context, p []byte, off int64) error {
+	cs := chunks(o.v.lay, p, off, int64(o.c.cfg.ChunkSize))
+	return parallel(ctx, len(cs), o.c.cfg.MaxInflight, func(ctx context.Context, i int) error {
+		return o.readComp(ctx, cs[i].col, cs[i].colOff, cs[i].n, cs[i].pieces)
 	})
 }
 
-// writeStriped writes p at off and returns the columns it wrote.
-func (c *Client) writeStriped(ctx context.Context, v *view, ino uint64, p []byte, off int64) ([]int, error) {
-	cs := chunks(v.lay, p, off, int64(c.cfg.ChunkSize))
-	err := parallel(ctx, len(cs), c.cfg.MaxInflight, func(ctx context.Context, i int) error {
-		ch := cs[i]
-		req := v.req(ino, ch.col)
-		req.Off = uint64(ch.colOff)
-		var r rpc.DSResp
-		if _, err := c.rpc.CallVec(ctx, v.addrs[ch.col], rpc.DWrite, &req, ch.pieces, &r, nil); err != nil {
-			return fmt.Errorf("write column %d on %s: %w", ch.col, v.lay.Targets[ch.col], err)
-		}
-		return nil
+// writeStriped writes p at off and returns the components it wrote.
+func (o *fileIO) writeStriped(ctx context.Context, p []byte, off int64) ([]int, error) {
+	cs := chunks(o.v.lay, p, off, int64(o.c.cfg.ChunkSize))
+	err := parallel(ctx, len(cs), o.c.cfg.MaxInflight, func(ctx context.Context, i int) error {
+		return o.writeComp(ctx, cs[i].col, cs[i].colOff, cs[i].pieces)
 	})
-	seen := map[int]bool{}
+	return touched(o.v.lay, off, int64(len(p))), err
+}
+
+// touched lists the data columns that the file range [off, off+n) falls in.
+func touched(l layout.Layout, off, n int64) []int {
+	if n >= l.RowSize() {
+		cols := make([]int, l.Width)
+		for i := range cols {
+			cols[i] = i
+		}
+		return cols
+	}
 	var cols []int
-	for _, ch := range cs {
-		if !seen[ch.col] {
-			seen[ch.col] = true
-			cols = append(cols, ch.col)
+	for i, exts := range l.Columns(off, n) {
+		if len(exts) > 0 {
+			cols = append(cols, i)
 		}
 	}
-	return cols, err
+	return cols
 }
 
 // truncateStriped cuts or extends every column to its share of size.
-func (c *Client) truncateStriped(ctx context.Context, v *view, ino uint64, size int64) error {
-	return parallel(ctx, v.lay.Width, c.cfg.MaxInflight, func(ctx context.Context, col int) error {
-		req := v.req(ino, col)
-		req.Size = uint64(v.lay.ColumnSize(size, col))
-		if err := c.rpc.Call(ctx, v.addrs[col], rpc.DTruncate, &req, &rpc.DSResp{}); err != nil {
-			return fmt.Errorf("truncate column %d on %s: %w", col, v.lay.Targets[col], err)
-		}
-		return nil
+func (o *fileIO) truncateStriped(ctx context.Context, size int64) error {
+	return parallel(ctx, o.v.lay.Width, o.c.cfg.MaxInflight, func(ctx context.Context, col int) error {
+		return o.truncateComp(ctx, col, o.v.lay.ColumnSize(size, col))
 	})
 }
 
-// commitStriped makes the given columns durable (fsync on each data server).
-func (c *Client) commitStriped(ctx context.Context, v *view, ino uint64, cols map[int]bool) error {
-	list := make([]int, 0, len(cols))
-	for col := range cols {
-		list = append(list, col)
+// commit makes the given components durable (fsync on each data server).
+// It serves every scheme.
+func (o *fileIO) commit(ctx context.Context, comps map[int]bool) error {
+	list := make([]int, 0, len(comps))
+	for comp := range comps {
+		list = append(list, comp)
 	}
-	return parallel(ctx, len(list), c.cfg.MaxInflight, func(ctx context.Context, i int) error {
-		col := list[i]
-		req := v.req(ino, col)
-		if err := c.rpc.Call(ctx, v.addrs[col], rpc.DCommit, &req, &rpc.DSResp{}); err != nil {
-			return fmt.Errorf("commit column %d on %s: %w", col, v.lay.Targets[col], err)
+	return parallel(ctx, len(list), o.c.cfg.MaxInflight, func(ctx context.Context, i int) error {
+		comp := list[i]
+		req := o.v.req(o.ino, comp)
+		if err := o.c.rpc.Call(ctx, o.v.addrs[comp], rpc.DCommit, &req, &rpc.DSResp{}); err != nil {
+			err = fmt.Errorf("commit component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
+			o.report(comp, "commit", err)
+			return err
 		}
 		return nil
 	})
