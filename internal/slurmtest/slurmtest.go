@@ -53,7 +53,7 @@ var buildMu sync.Mutex
 // t.Cleanup. It fails the test if the cluster does not come up, and skips
 // it (loudly) only when Slurm is missing and cannot be installed, or the
 // test does not run as root.
-func Start(t *testing.T, opts Options) *Cluster {
+func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("slurmtest: -short: skipping a test that runs a real multi-node Slurm")
