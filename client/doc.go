@@ -9,6 +9,13 @@
 // to disjoint ranges of one file are correct; the size is the maximum
 // committed end.
 //
+// A file's layout driver follows its redundancy scheme: none stripes;
+// mirror:N writes every copy and reads one, falling back to another on an
+// unreachable server or a block failing its checksum; rs:K+M encodes
+// Reed-Solomon parity in the client and rebuilds what it cannot read from
+// any K units of a row (degraded reads). File.SetFaultHandler reports the
+// component calls that failed.
+//
 // Errors from namespace calls are *fs.PathError whose Err satisfies
 // errors.Is(err, syscall.ENOENT) and friends.
 //
