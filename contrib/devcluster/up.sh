@@ -125,12 +125,12 @@ if [ "$MODE" = netns ]; then
 	COMM=""
 	say "netns mode: bridge $BR $NET.0/24, namespaces $NSP-ctl $NSP-n1..n$N"
 else
-	exec 9>&- 2>/dev/null || true
+	exec 9>&-
 	BASE=$((17100 + (16#$ID % 100) * 20))
 	while in_use $(seq "$BASE" $((BASE + N))); do BASE=$((BASE + 20)); done
 	CTLD_ADDR=127.0.0.1 CTLD_PORT=$BASE
-	NODES="NodeName=DEFAULT NodeHostname=$(hostname) NodeAddr=127.0.0.1 CPUs=2 RealMemory=1000 State=UNKNOWN"
-	for i in $(seq 1 "$N"); do NODES+=$'\n'"NodeName=n$i Port=$((BASE + i))"; done
+	NODES="NodeName=DEFAULT CPUs=2 RealMemory=1000 State=UNKNOWN"
+	for i in $(seq 1 "$N"); do NODES+=$'\n'"NodeName=n$i NodeHostname=$(hostname) NodeAddr=127.0.0.1 Port=$((BASE + i))"; done
 	COMM="CommunicationParameters=NoCtldInAddrAny,NoInAddrAny"   # bind 127.0.0.1, never 0.0.0.0
 	say "multi mode: slurmctld 127.0.0.1:$BASE, slurmd ports $((BASE + 1))-$((BASE + N))"
 fi

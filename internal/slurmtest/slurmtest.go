@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -247,6 +250,29 @@ func (c *Cluster) Sbatch(args ...string) (uint32, error) {
 		return 0, fmt.Errorf("sbatch printed %q, not a job id", out)
 	}
 	return uint32(n), nil
+}
+
+// REST GETs path (e.g. /slurm/v0.0.38/nodes) from the cluster's
+// slurmrestd (Options.REST) over its unix socket, as root (rest_auth/local).
+func (c *Cluster) REST(path string) (string, error) {
+	sock := filepath.Join(c.Dir, "run", "rest", "slurmrestd.sock")
+	hc := &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}},
+	}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("http://slurmrestd" + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return string(b), err
 }
 
 // Job is a job's record in slurmctld (scontrol show job).

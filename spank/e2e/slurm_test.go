@@ -19,7 +19,7 @@ import (
 // agent on every node, and checks what a user sees of --storage-tier.
 // The subtests share the cluster and run in order.
 func TestSlurm(t *testing.T) {
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 4, SpankArgs: "timeout=20 status_timeout=5"})
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 4, REST: true, SpankArgs: "timeout=20 status_timeout=5"})
 	t.Logf("devcluster in %s, %s mode", c.Dir, c.Mode)
 	agent := startFakeAgent(t, c.AgentSocket, c.Nodes, filepath.Join(c.Dir, "tiers"))
 
@@ -28,6 +28,27 @@ func TestSlurm(t *testing.T) {
 	t.Run("UserErrorFailsJobNotNode", func(t *testing.T) { testUserError(t, c, agent) })
 	t.Run("SrunAndSalloc", func(t *testing.T) { testSrunSalloc(t, c, agent) })
 	t.Run("UnreachableAgentDrainsNode", func(t *testing.T) { testUnreachableAgent(t, c, agent) })
+	t.Run("BandwidthLicense", func(t *testing.T) { testBandwidthLicense(t, c) })
+}
+
+// contrib/slurm/job_submit.lua (installed by the devcluster) turns
+// --comment=bw=N into N strata_bw licenses, which slurmrestd reports.
+func testBandwidthLicense(t *testing.T, c *slurmtest.Cluster) {
+	id, err := c.Sbatch("--comment=bw=20", "-o", outFile(c, "%j"), "--wrap", "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job, err := c.Wait(id); err != nil || job.Fields["Licenses"] != "strata_bw:20" {
+		t.Errorf("job with --comment=bw=20: licenses %q, %v", job.Fields["Licenses"], err)
+	}
+	_, err = c.Sbatch("--comment=bw=lots", "--wrap", "true")
+	if want := "sbatch: error: strata: bw=lots: want a whole number of GB/s"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("--comment=bw=lots: %v, want %q", err, want)
+	}
+	body, err := c.REST("/slurm/v0.0.38/licenses")
+	if err != nil || !strings.Contains(body, `"LicenseName": "strata_bw"`) || !strings.Contains(body, `"Total": 100`) {
+		t.Errorf("slurmrestd /licenses: %v\n%s", err, body)
+	}
 }
 
 // (a) sbatch fails with the grammar's message, and nothing is queued.
@@ -247,8 +268,13 @@ func testUnreachableAgent(t *testing.T, c *slurmtest.Cluster, agent *fakeAgent) 
 	if want := "spank_strata: prolog of job " + strconv.Itoa(int(id)) + " on n4: cannot reach the strata agent at " + sock; !strings.Contains(string(log), want) {
 		t.Errorf("slurmd.n4.log lacks %q", want)
 	}
+	// Slurm requeues the job; cancel it and let its epilog (which fails
+	// too, for the same reason) finish before putting n4 back.
 	if _, err := c.Run("scancel", strconv.Itoa(int(id))); err != nil {
 		t.Error(err)
+	}
+	if _, err := c.Wait(id); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := c.Run("scontrol", "update", "nodename=n4", "state=resume"); err != nil {
 		t.Fatal(err)
