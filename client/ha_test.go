@@ -72,10 +72,7 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 	}
 	for round := 0; round < 2; round++ {
 		time.Sleep(time.Duration(300+rnd.IntN(300)) * time.Millisecond)
-		leader := cl.Leader()
-		if leader < 0 {
-			t.Fatal("no leader")
-		}
+		leader := waitLeader(t, cl)
 		t.Logf("round %d: killing leader mds%d", round, leader+1)
 		if err := cl.StopMDSReplica(leader); err != nil {
 			t.Fatal(err)
@@ -117,7 +114,7 @@ func TestLeaderKilledUnderLoad(t *testing.T) {
 func TestVoters(t *testing.T) {
 	cl := testcluster.Start(t, 1, testcluster.WithMDS(3))
 	ctx := testcluster.Context(t, time.Minute)
-	leader := cl.Leader()
+	leader := waitLeader(t, cl)
 	follower := (leader + 1) % 3
 
 	// A client that only knows a follower is redirected to the leader.
@@ -151,5 +148,21 @@ func TestVoters(t *testing.T) {
 	// The namespace still works with the lone voter.
 	if _, err := c.Stat(ctx, "/via-follower"); err != nil {
 		t.Fatalf("stat after shrinking to one voter: %v", err)
+	}
+}
+
+// waitLeader returns the leading replica, waiting out an election (a
+// replica just restarted may still be campaigning on a loaded machine).
+func waitLeader(t *testing.T, cl *testcluster.Cluster) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if l := cl.Leader(); l >= 0 {
+			return l
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no MDS leader elected within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
