@@ -181,6 +181,11 @@ static void one_line(char *s)
 static int validate(const char *v, char *msg, size_t msglen)
 {
 	int fds[2];
+	if (access(cfg.strata, X_OK) < 0) {
+		snprintf(msg, msglen, "storage-tier: cannot check the spec: cannot run %s: %s "
+			 "(plugstack.conf strata= names the strata binary)", cfg.strata, strerror(errno));
+		return -1;
+	}
 	if (pipe(fds) < 0) {
 		snprintf(msg, msglen, "storage-tier: cannot check the spec: pipe: %s", strerror(errno));
 		return -1;
@@ -214,8 +219,10 @@ static int validate(const char *v, char *msg, size_t msglen)
 			dup2(null, 1);
 		}
 		execv(cfg.strata, argv);
-		dprintf(2, "storage-tier: cannot check the spec: cannot run %s: %s "
-			"(plugstack.conf strata= names the strata binary)\n", cfg.strata, strerror(errno));
+		/* only async-signal-safe calls here: srun and salloc are threaded */
+		static const char failed[] = "storage-tier: cannot check the spec: exec of the strata binary failed\n";
+		if (write(2, failed, sizeof(failed) - 1) < 0)
+			_exit(126);
 		_exit(127);
 	}
 	close(fds[1]);

@@ -90,7 +90,9 @@ func (a *fakeAgent) serve(ln net.Listener) {
 	}
 }
 
-func (a *fakeAgent) handle(q jobtier.HookRequest) jobtier.HookReply {
+// handle answers one request: a jobtier.HookReply, or a map when the reply
+// carries fields the plugin does not know (it must skip them).
+func (a *fakeAgent) handle(q jobtier.HookRequest) any {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.reqs = append(a.reqs, q)
@@ -126,7 +128,10 @@ func (a *fakeAgent) handle(q jobtier.HookRequest) jobtier.HookReply {
 		return jobtier.HookReply{OK: true}
 	default: // status
 		if msg, ok := a.failed[q.JobID]; ok {
-			return jobtier.HookReply{Error: msg, UserError: true}
+			return map[string]any{
+				"future": map[string]any{"phase": "stage-in", "files": []any{1, "two", nil, true, map[string]any{}}},
+				"ok":     false, "note": "caf\u00e9 \"quoted\"\n", "error": msg, "user_error": true, "tier_dir": nil,
+			}
 		}
 		if _, err := os.Stat(dir); err != nil {
 			return jobtier.HookReply{Error: "no tier for job " + strconv.FormatUint(uint64(q.JobID), 10) + " on " + q.Node}
