@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/strata-hpc/strata/daemon/admin"
@@ -32,7 +33,7 @@ type Options struct {
 	HeartbeatInterval time.Duration // default: the daemons' default
 	HeartbeatTimeout  time.Duration // default: the MDS default
 	DefaultLayout     string        // default: the MDS default
-	DSCapacity        uint64        // per data server; 0 = the file system's size
+	DSCapacity        uint64        // per data server; 0 = an equal share of the file system holding Dir (they share one disk)
 }
 
 // Cluster is a running local cluster. Its methods are safe for concurrent use.
@@ -99,6 +100,12 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	secret, err := LoadOrCreateSecret(filepath.Join(o.Dir, "secret"))
 	if err != nil {
 		return nil, err
+	}
+	if o.DSCapacity == 0 {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(o.Dir, &st); err == nil && o.DS > 0 {
+			o.DSCapacity = st.Blocks * uint64(st.Bsize) / uint64(o.DS)
+		}
 	}
 	c := &Cluster{o: o, secret: secret, mdsAddrs: mdsAddrs, raftAddrs: raftAddrs, mds: make([]*mds.Server, o.MDS), ds: make([]*ds.Server, o.DS)}
 	if err := c.start(ctx); err != nil {
