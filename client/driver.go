@@ -26,8 +26,9 @@ type fileIO struct {
 }
 
 // Fault is a failed call to one component of a file: a read that a mirror
-// served from another copy or that Reed-Solomon reconstructed around, or a
-// write, truncate or commit that failed.
+// served from another copy, that Reed-Solomon reconstructed around, or
+// that failed a none file's read; or a write, truncate or commit that
+// failed. Calls cancelled because another one failed are not faults.
 //
 // TODO(layouterror): report faults to the MDS as a flex-files LAYOUTERROR
 // so that it marks the component stale (and a failed write of one copy no
@@ -61,7 +62,7 @@ func (f *File) io(v *view) *fileIO {
 
 // report passes a component fault to the handler, if there is one.
 func (o *fileIO) report(comp int, op string, err error) {
-	if o.fault != nil {
+	if o.fault != nil && !errors.Is(err, context.Canceled) {
 		o.fault(Fault{Ino: o.ino, Gen: o.v.lay.Generation, Component: comp, DS: o.v.lay.Targets[comp], Op: op, Err: err})
 	}
 }

@@ -148,7 +148,11 @@ func (o *fileIO) truncateComp(ctx context.Context, comp int, size int64) error {
 func (o *fileIO) readStriped(ctx context.Context, p []byte, off int64) error {
 	cs := chunks(o.v.lay, p, off, int64(o.c.cfg.ChunkSize))
 	return parallel(ctx, len(cs), o.c.cfg.MaxInflight, func(ctx context.Context, i int) error {
-		return o.readComp(ctx, cs[i].col, cs[i].colOff, cs[i].n, cs[i].pieces)
+		err := o.readComp(ctx, cs[i].col, cs[i].colOff, cs[i].n, cs[i].pieces)
+		if err != nil {
+			o.report(cs[i].col, "read", err)
+		}
+		return err
 	})
 }
 
@@ -156,7 +160,11 @@ func (o *fileIO) readStriped(ctx context.Context, p []byte, off int64) error {
 func (o *fileIO) writeStriped(ctx context.Context, p []byte, off int64) ([]int, error) {
 	cs := chunks(o.v.lay, p, off, int64(o.c.cfg.ChunkSize))
 	err := parallel(ctx, len(cs), o.c.cfg.MaxInflight, func(ctx context.Context, i int) error {
-		return o.writeComp(ctx, cs[i].col, cs[i].colOff, cs[i].pieces)
+		err := o.writeComp(ctx, cs[i].col, cs[i].colOff, cs[i].pieces)
+		if err != nil {
+			o.report(cs[i].col, "write", err)
+		}
+		return err
 	})
 	return touched(o.v.lay, off, int64(len(p))), err
 }
@@ -182,7 +190,11 @@ func touched(l layout.Layout, off, n int64) []int {
 // truncateStriped cuts or extends every column to its share of size.
 func (o *fileIO) truncateStriped(ctx context.Context, size int64) error {
 	return parallel(ctx, o.v.lay.Width, o.c.cfg.MaxInflight, func(ctx context.Context, col int) error {
-		return o.truncateComp(ctx, col, o.v.lay.ColumnSize(size, col))
+		err := o.truncateComp(ctx, col, o.v.lay.ColumnSize(size, col))
+		if err != nil {
+			o.report(col, "truncate", err)
+		}
+		return err
 	})
 }
 
