@@ -47,6 +47,17 @@ const (
 	cmdSessionDrop cmdType = 19                // sessionCmd
 	cmdMDSAddr     cmdType = 20 | cmdIgnorable // mdsAddrCmd: optional, an old binary may skip it
 	cmdTierPut     cmdType = 21 | cmdIgnorable // tierPutCmd (tiers.go): optional, an old binary may skip it
+
+	// Failure handling (repairstate.go). Stale marks, rebuild swaps and
+	// drains change what clients read: an old binary must not skip them.
+	cmdStale        cmdType = 22                // staleCmd
+	cmdRebuildStart cmdType = 23                // rebuildStartCmd
+	cmdRebuildDone  cmdType = 24                // rebuildDoneCmd
+	cmdRebuildAbort cmdType = 25                // rebuildAbortCmd
+	cmdRepairForget cmdType = 26                // repairForgetCmd
+	cmdDrain        cmdType = 27                // drainCmd
+	cmdStrayPurge   cmdType = 28                // strayPurgeCmd
+	cmdLost         cmdType = 29 | cmdIgnorable // lostCmd: a report only, an old binary may skip it
 )
 
 // errUnknownCommand is wrapped when a log entry has a type this binary does
@@ -216,7 +227,7 @@ func newPayload(t cmdType) any {
 	case cmdTierPut:
 		return new(tierPutCmd)
 	}
-	return nil
+	return newRepairPayload(t)
 }
 
 // encodeCommand returns the log entry of a command: t, then payload (a

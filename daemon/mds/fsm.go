@@ -176,6 +176,9 @@ func (st *state) apply(t cmdType, p any) result {
 	case cmdTierPut:
 		return st.applyTierPut(p.(*tierPutCmd))
 	}
+	if r, ok := st.applyRepair(t, p); ok {
+		return r
+	}
 	panic(fmt.Sprintf("mds: command type %d has a payload but no apply", t))
 }
 

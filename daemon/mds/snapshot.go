@@ -17,9 +17,11 @@ import (
 // order, Orphans orphan records in key order, DataServers dsRecord records
 // in id order, then Locks lockRecord records in inode order, each inode's
 // locks in table order, MDSAddrs mdsAddrRecord records in id order, then
-// Tiers tierRecord records in job order. The order makes the encoding of a
-// state canonical. (Locks, MDSAddrs and Tiers were appended to the header
-// later: a snapshot without them decodes with none.)
+// Tiers tierRecord records in job order, then the failure-handling records
+// (repairstate.go). The order makes the encoding of a
+// state canonical. (Locks, MDSAddrs, Tiers and the failure-handling counts
+// were appended to the header later: a snapshot without them decodes with
+// none.)
 
 // snapVersion is the snapshot format written by this binary.
 const snapVersion = 1
@@ -38,6 +40,8 @@ type snapHeader struct {
 	Locks       uint64
 	MDSAddrs    uint64
 	Tiers       uint64 // appended later: an older snapshot decodes with none
+	// Appended later, the failure-handling records (repairstate.go).
+	Stale, Rebuilds, Strays, Draining, Lost uint64
 }
 
 // mdsAddrRecord is one MDS replica's RPC address in a snapshot.
@@ -77,6 +81,8 @@ func writeSnapshot(w io.Writer, v snapshotView) error {
 	}
 	h.MDSAddrs = uint64(len(v.mds))
 	h.Tiers = uint64(len(v.tiers))
+	rc := v.rep.counts()
+	h.Stale, h.Rebuilds, h.Strays, h.Draining, h.Lost = rc.Stale, rc.Rebuilds, rc.Strays, rc.Draining, rc.Lost
 	if err := put(&h); err != nil {
 		return fmt.Errorf("write snapshot: %w", err)
 	}
@@ -116,6 +122,9 @@ func writeSnapshot(w io.Writer, v snapshotView) error {
 		if err := put(&tierRecord{Rec: *v.tiers[job]}); err != nil {
 			return fmt.Errorf("write snapshot tier %d: %w", job, err)
 		}
+	}
+	if err := writeRepair(put, v.rep); err != nil {
+		return err
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write snapshot: %w", err)
@@ -160,6 +169,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		locks:   lockTable{},
 		mds:     map[string]string{},
 		tiers:   tierTable{},
+		rep:     newRepairState(),
 		epoch:   1,
 	}
 	for i := uint64(0); i < h.Inodes; i++ {
@@ -208,6 +218,11 @@ func readSnapshot(r io.Reader) (*state, error) {
 		}
 		st.tiers[r.Rec.Job] = &r.Rec
 	}
+	rep, err := readRepair(get, repairCounts{Stale: h.Stale, Rebuilds: h.Rebuilds, Strays: h.Strays, Draining: h.Draining, Lost: h.Lost})
+	if err != nil {
+		return nil, err
+	}
+	st.rep = rep
 	if err := st.check(); err != nil {
 		return nil, err
 	}

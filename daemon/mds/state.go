@@ -95,6 +95,7 @@ type state struct {
 	locks   lockTable
 	mds     map[string]string // MDS replica id -> RPC address (for redirects)
 	tiers   tierTable         // job tier registry (tiers.go)
+	rep     repairState       // failure handling (repairstate.go)
 	epoch   uint64            // bumped by each snapshot; see inode
 }
 
@@ -108,6 +109,7 @@ func newState() *state {
 		locks:   lockTable{},
 		mds:     map[string]string{},
 		tiers:   tierTable{},
+		rep:     newRepairState(),
 		epoch:   1,
 	}
 	st.inodes[rpc.RootIno] = &inode{
@@ -226,6 +228,7 @@ type snapshotView struct {
 	locks   lockTable
 	mds     map[string]string
 	tiers   tierTable
+	rep     repairState
 }
 
 // capture returns a view of the current state and starts a new epoch, so
@@ -239,6 +242,7 @@ func (st *state) capture() snapshotView {
 		locks:   maps.Clone(st.locks),
 		mds:     maps.Clone(st.mds),
 		tiers:   maps.Clone(st.tiers),
+		rep:     st.rep.clone(),
 	}
 	st.epoch++
 	return v
