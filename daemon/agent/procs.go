@@ -21,8 +21,10 @@ import (
 // leaves running tiers alone, and the restarted agent adopts them by PID.
 
 // startProc starts `strata ARGS...` with its output appended to logFile
-// and returns it. A goroutine owned by the server reaps it when it exits
-// (a process this agent did not start is reaped by init).
+// and returns it. Nothing waits for it: stopProc reaps it once it is gone
+// (an exited daemon is a zombie until then, which alive counts as dead),
+// and after an agent restart init reaps the daemons the old agent started.
+// So the agent's Close never waits for a tier.
 func (s *Server) startProc(logFile string, args ...string) (procInfo, error) {
 	lf, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
@@ -40,11 +42,7 @@ func (s *Server) startProc(logFile string, args ...string) (procInfo, error) {
 	}
 	p := procInfo{PID: cmd.Process.Pid, Log: logFile}
 	p.Start, _ = procStart(p.PID)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		_ = cmd.Wait()
-	}()
+	_ = cmd.Process.Release()
 	return p, nil
 }
 
@@ -88,6 +86,7 @@ func alive(p procInfo, marker string) bool {
 // grace. It returns once the process is gone (or was not ours).
 func stopProc(p procInfo, marker string, grace time.Duration) {
 	if !alive(p, marker) {
+		reap(p.PID)
 		return
 	}
 	fd, err := unix.PidfdOpen(p.PID, 0)
@@ -95,6 +94,7 @@ func stopProc(p procInfo, marker string, grace time.Duration) {
 		return // gone already
 	}
 	defer unix.Close(fd)
+	defer reap(p.PID)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		_ = syscall.Kill(-p.PID, sig)
 		_ = syscall.Kill(p.PID, sig)
@@ -103,6 +103,13 @@ func stopProc(p procInfo, marker string, grace time.Duration) {
 		}
 	}
 	waitExit(fd, time.Minute)
+}
+
+// reap collects the exit status of pid if it is a child of this process
+// (ECHILD otherwise).
+func reap(pid int) {
+	var ws unix.WaitStatus
+	_, _ = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 }
 
 // waitExit waits up to d until the process of the pidfd fd has exited.
