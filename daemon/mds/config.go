@@ -27,6 +27,14 @@ type Config struct {
 	Peers             []string      // the initial voters' raft addresses, "addr" or "id=addr" (id defaults to addr); empty: this node alone
 	Join              bool          // do not bootstrap: wait to be added as a voter (strata admin mds add)
 	Advertise         string        // RPC address followers redirect clients to; default the listen address
+
+	// Failure handling (rebuild.go). A component is rebuilt when it is
+	// stale, when its data server has been down for RebuildDelay, or when
+	// its data server is draining.
+	RebuildDelay     time.Duration // how long a data server may be down before its components are rebuilt elsewhere; default 30s
+	RebuildRate      int64         // bytes per second all rebuilds together may write; default 128 MiB/s; negative: unlimited
+	RebuildParallel  int           // components rebuilt at once; default 4
+	RebuildYieldLoad float64       // pause while a data server involved reports more foreground calls in flight than this; default 4
 }
 
 // builtinPolicy fills whatever DefaultLayout leaves unset.
@@ -47,6 +55,10 @@ func DefaultConfig() Config {
 		HeartbeatTimeout:  5 * time.Second,
 		RaftTimeout:       500 * time.Millisecond,
 		SnapshotThreshold: 8192,
+		RebuildDelay:      30 * time.Second,
+		RebuildRate:       128 << 20,
+		RebuildParallel:   4,
+		RebuildYieldLoad:  4,
 	}
 }
 
@@ -86,6 +98,18 @@ func (c Config) withDefaults() Config {
 	if c.SnapshotThreshold == 0 {
 		c.SnapshotThreshold = d.SnapshotThreshold
 	}
+	if c.RebuildDelay == 0 {
+		c.RebuildDelay = d.RebuildDelay
+	}
+	if c.RebuildRate == 0 {
+		c.RebuildRate = d.RebuildRate
+	}
+	if c.RebuildParallel == 0 {
+		c.RebuildParallel = d.RebuildParallel
+	}
+	if c.RebuildYieldLoad == 0 {
+		c.RebuildYieldLoad = d.RebuildYieldLoad
+	}
 	return c
 }
 
@@ -119,6 +143,7 @@ func (c Config) Validate() error {
 		{"capability ttl", c.CapabilityTTL},
 		{"heartbeat interval", c.HeartbeatInterval},
 		{"heartbeat timeout", c.HeartbeatTimeout},
+		{"rebuild delay", c.RebuildDelay},
 	} {
 		if d.v < 0 {
 			return fmt.Errorf("%w: %s %v is negative", ErrConfig, d.name, d.v)
@@ -126,6 +151,12 @@ func (c Config) Validate() error {
 	}
 	if c.HeartbeatTimeout < c.HeartbeatInterval {
 		return fmt.Errorf("%w: heartbeat timeout %v is shorter than the interval %v", ErrConfig, c.HeartbeatTimeout, c.HeartbeatInterval)
+	}
+	if c.RebuildParallel < 1 || c.RebuildParallel > 64 {
+		return fmt.Errorf("%w: rebuild parallelism %d is not in [1, 64]", ErrConfig, c.RebuildParallel)
+	}
+	if c.RebuildYieldLoad < 0 {
+		return fmt.Errorf("%w: rebuild yield load %v is negative", ErrConfig, c.RebuildYieldLoad)
 	}
 	if c.RaftTimeout < 5*time.Millisecond {
 		return fmt.Errorf("%w: raft timeout %v is below 5ms", ErrConfig, c.RaftTimeout)

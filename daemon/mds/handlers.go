@@ -64,6 +64,7 @@ func (s *Server) register(m *rpc.Mux) {
 	handle(s, m, rpc.MTierPut, s.tierPut)
 	handle(s, m, rpc.MTierGet, s.tierGet)
 	handle(s, m, rpc.MTierList, s.tierList)
+	s.registerRepair(m)
 }
 
 // handle registers fn for method and counts its calls and failures. On a
@@ -387,36 +388,8 @@ func (s *Server) statFS(_ context.Context, _ *rpc.Empty) (*rpc.StatFSResp, error
 	return &rpc.StatFSResp{Capacity: capacity, Free: free, Files: uint64(files), DSUp: uint32(up), DSTotal: uint32(total)}, nil
 }
 
-func (s *Server) layoutGet(_ context.Context, r *rpc.LayoutGetReq) (*rpc.LayoutGetResp, error) {
-	s.fsm.mu.RLock()
-	n, err := s.fsm.st.node(r.Ino)
-	if err != nil {
-		s.fsm.mu.RUnlock()
-		return nil, err
-	}
-	switch {
-	case n.isDir():
-		s.fsm.mu.RUnlock()
-		return nil, errf(syscall.EISDIR, "inode %d is a directory: it has no layout", r.Ino)
-	case !n.isFile():
-		s.fsm.mu.RUnlock()
-		return nil, errf(syscall.EINVAL, "inode %d is not a regular file: it has no layout", r.Ino)
-	}
-	resp := &rpc.LayoutGetResp{
-		Attr: n.attr(),
-		Layout: rpc.Layout{
-			Spec:       n.Layout.String(),
-			Generation: n.Layout.Generation,
-			Targets:    n.Layout.Targets,
-			Addrs:      make([]string, len(n.Layout.Targets)),
-		},
-	}
-	for i, id := range n.Layout.Targets {
-		resp.Layout.Addrs[i] = s.fsm.st.ds[id].Addr
-	}
-	s.fsm.mu.RUnlock()
-	resp.Cap = s.grant(r.Ino, resp.Layout.Generation, r.Write)
-	return resp, nil
+func (s *Server) layoutGet(ctx context.Context, r *rpc.LayoutGetReq) (*rpc.LayoutGetResp, error) {
+	return s.layoutFor(ctx, r.Ino, r.Write, true)
 }
 
 func (s *Server) layoutCommit(_ context.Context, r *rpc.LayoutCommitReq) (*rpc.AttrResp, error) {
@@ -441,12 +414,6 @@ func (s *Server) layoutCommit(_ context.Context, r *rpc.LayoutCommitReq) (*rpc.A
 		return nil, err
 	}
 	return &rpc.AttrResp{Attr: res.attr}, nil
-}
-
-// layoutReturn accepts a returned layout. Layouts are not tracked yet
-// (no recall), so there is nothing to release.
-func (s *Server) layoutReturn(_ context.Context, _ *rpc.InoReq) (*rpc.Empty, error) {
-	return &rpc.Empty{}, nil
 }
 
 func (s *Server) heartbeat(_ context.Context, r *rpc.HeartbeatReq) (*rpc.HeartbeatResp, error) {

@@ -26,7 +26,7 @@ func (r *registry) rebuildLocked(now time.Time) {
 	v.cands, v.validUntil, v.dirty = v.cands[:0], time.Time{}, false
 	nodes := map[string]struct{}{}
 	for id, d := range r.ds {
-		if !r.isUp(d, now) || d.free == 0 {
+		if !r.isUp(d, now) || d.free == 0 || r.draining[id] {
 			continue
 		}
 		v.cands = append(v.cands, layout.Candidate{ID: id, Node: d.node, Capacity: clampInt64(d.capacity), Free: clampInt64(d.free), Up: true})

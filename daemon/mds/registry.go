@@ -19,10 +19,11 @@ type registry struct {
 	timeout time.Duration
 	clock   func() time.Time
 
-	mu   sync.Mutex
-	ds   map[string]*dsSoft
-	rnd  *rand.Rand // placement randomness, under mu
-	view placeable  // placement's cache, under mu
+	mu       sync.Mutex
+	ds       map[string]*dsSoft
+	rnd      *rand.Rand      // placement randomness, under mu
+	view     placeable       // placement's cache, under mu
+	draining map[string]bool // copied from the FSM (drain.go): never placed on
 }
 
 // dsSoft is the last heartbeat of one data server.

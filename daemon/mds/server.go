@@ -38,6 +38,9 @@ type Server struct {
 	reg    *registry
 	leases *leases
 	met    *metrics
+	rmet   *repairMetrics
+	wr     *writers    // files granted for writing (stale.go)
+	rb     *rebuilder  // the rebuild manager (rebuild.go)
 	dsc    *rpc.Client // calls to data servers (GC)
 	ready  chan struct{}
 
@@ -50,7 +53,7 @@ type Server struct {
 	ln        net.Listener
 	srv       *rpc.Server
 	cancel    context.CancelFunc
-	wg        sync.WaitGroup // serve loop, leader watch, GC loop, proposer
+	wg        sync.WaitGroup // serve loop, leader watch, GC loop, rebuild manager, proposer
 }
 
 // New checks cfg and returns a Server that is not started yet.
@@ -70,7 +73,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		deps.Clock = time.Now
 	}
 	cfg.Secret = slices.Clone(cfg.Secret)
-	return &Server{
+	s := &Server{
 		cfg:    cfg,
 		log:    deps.Log.With("component", "mds", "mds_id", cfg.ID),
 		clock:  deps.Clock,
@@ -79,9 +82,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		reg:    newRegistry(cfg.HeartbeatTimeout, deps.Clock, rand.Uint64()),
 		leases: newLeases(cfg.HeartbeatTimeout, deps.Clock),
 		met:    &metrics{},
+		rmet:   &repairMetrics{},
+		wr:     newWriters(deps.Clock),
 		dsc:    rpc.NewClient(rpc.ClientConfig{Timeout: gcCallTimeout, MaxConnsPerHost: gcParallel}),
 		ready:  make(chan struct{}),
-	}, nil
+	}
+	s.rb = newRebuilder(s)
+	return s, nil
 }
 
 // Start opens raft (bootstrapping a single voter once, when Dir has no
@@ -125,10 +132,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.prop.run(bg, &s.wg)
-	s.wg.Add(3)
+	s.wg.Add(4)
 	go s.serve(ln)
 	go s.watchLeader(bg)
 	go s.runGC(bg)
+	go s.runRebuild(bg)
 	s.log.Info("mds_started", "rpc_addr", ln.Addr().String(), "raft_addr", string(node.trans.LocalAddr()), "dir", s.cfg.Dir)
 	return nil
 }

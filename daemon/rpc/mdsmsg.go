@@ -256,10 +256,13 @@ type LayoutGetReq struct {
 }
 
 // LayoutGetResp answers LayoutGet with fresh attributes (close-to-open).
+// Stale lists the components not to be read or written: a failed write
+// or a corrupt block made them stale, and the MDS is rebuilding them.
 type LayoutGetResp struct {
 	Attr   Attr
 	Layout Layout
 	Cap    capability.Token
+	Stale  []uint32 // appended later: an older MDS sends none
 }
 
 // LayoutCommitReq publishes what a writer made durable: the file's size

@@ -1,0 +1,605 @@
+package mds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/layout"
+)
+
+// Moving a component's bytes: the rebuild manager's data path. It reads
+// windows of rebuildWindow bytes at the same component offsets from its
+// sources and writes them to the target, rebuildInflight windows at a
+// time, with the MDS's own capability (admin, class rebuild). Every
+// component of an rs:K+M file holds a row's unit at the same component
+// offset, so a window of the lost component is decoded from the same
+// window of any K others; a component shorter than a window reads as
+// zeros past its end, as the clients read it.
+//
+// A new target is cut to zero first (a failed attempt may have left
+// bytes), all-zero windows are not written (they stay holes), and it is
+// cut to the component's size at the end. An in-place rebuild (a stale or
+// corrupt component on a server that is up) overwrites the component
+// where it is, never making it shorter before the new bytes are in, so a
+// reader that still reads it sees old or new bytes, never a hole: it
+// writes whole windows up to its current size (zeros past the new size,
+// which replaces corrupt blocks there too) and only then cuts it.
+const (
+	rebuildCallTimeout = 30 * time.Second
+	rebuildWindow      = 2 << 20
+	rebuildInflight    = 4
+	strayBatch         = 64
+)
+
+// rebuildToken is the capability of the MDS's rebuild calls: admin, so
+// that it reads and writes any component, and of class rebuild, so that
+// the data servers do not count the calls as foreground load.
+func (s *Server) rebuildToken() capability.Token {
+	t := capability.Token{
+		Ops:    capability.OpAdmin,
+		Class:  rpc.ClassRebuild,
+		Expiry: s.clock().Add(adminTokenTTL).UnixNano(),
+	}
+	t.Sign(s.cfg.Secret)
+	return t
+}
+
+// fileSnap is what a rebuild reads of the FSM at its start.
+type fileSnap struct {
+	ino       uint64
+	l         layout.Layout
+	size      uint64
+	stale     map[uint32]bool
+	intent    rebuildIntent
+	hasIntent bool
+	addrs     map[string]string // data server id -> address
+	nodes     map[string]string // data server id -> node
+	strays    map[string]bool   // data servers holding a stray of this component
+}
+
+// snapFile reads task t's file; ok is false if the component is no longer
+// where the task found it.
+func (s *Server) snapFile(t *task) (fileSnap, bool) {
+	s.fsm.mu.RLock()
+	defer s.fsm.mu.RUnlock()
+	st := s.fsm.st
+	n := st.get(t.key.Ino)
+	if n == nil || !n.isFile() || n.Layout.Generation != t.gen || int(t.key.Comp) >= len(n.Layout.Targets) || n.Layout.Targets[t.key.Comp] != t.from {
+		return fileSnap{}, false
+	}
+	fs := fileSnap{
+		ino: t.key.Ino, l: n.Layout, size: n.Size, stale: st.staleOf(n).set(),
+		addrs: map[string]string{}, nodes: map[string]string{}, strays: map[string]bool{},
+	}
+	fs.intent, fs.hasIntent = st.rep.rebuilds[t.key]
+	for id, d := range st.ds {
+		fs.addrs[id], fs.nodes[id] = d.Addr, st.nodeOf(id)
+	}
+	for k := range st.rep.strays {
+		if k.Ino == t.key.Ino && k.Gen == t.gen && k.Col == t.key.Comp {
+			fs.strays[k.DS] = true
+		}
+	}
+	return fs, true
+}
+
+// sources is where a component's bytes come from: copies holding the same
+// bytes (tried in order), or, for rs, the other components to decode from.
+type sources struct {
+	copies []int
+	rs     []int
+}
+
+// planSources picks the sources of component comp, or returns nil and why
+// there are none.
+func planSources(fs fileSnap, comp int, views map[string]dsView) (*sources, string) {
+	l := fs.l
+	ok := func(c int) bool { return !fs.stale[uint32(c)] && views[l.Targets[c]].up }
+	src := &sources{}
+	if ok(comp) {
+		src.copies = append(src.copies, comp)
+	}
+	switch l.Scheme.Kind {
+	case layout.KindMirror:
+		col := comp % l.Width
+		for r := 0; r < l.Scheme.N; r++ {
+			if c := l.MirrorComponent(col, r); c != comp && ok(c) {
+				src.copies = append(src.copies, c)
+			}
+		}
+	case layout.KindRS:
+		if len(src.copies) == 0 {
+			for c := range l.Targets {
+				if c != comp && ok(c) {
+					src.rs = append(src.rs, c)
+				}
+			}
+			if len(src.rs) < l.Scheme.K {
+				return nil, fmt.Sprintf("only %d of the other %d components are readable, %d needed", len(src.rs), len(l.Targets)-1, l.Scheme.K)
+			}
+			return src, ""
+		}
+	}
+	if len(src.copies) == 0 {
+		return nil, noRedundancy
+	}
+	return src, ""
+}
+
+// pickTarget chooses where component t.key.Comp goes: in place when a
+// stale component's data server is up and not draining, else the data
+// server with the most free space that is up, not draining, and on a node
+// no other component of the file uses. The intent of an earlier attempt is
+// kept if its target still qualifies. An empty result comes with the
+// outcome to file.
+func (s *Server) pickTarget(fs fileSnap, t *task, views map[string]dsView, need uint64) (string, outcome) {
+	from := t.from
+	fv := views[from]
+	stale := fs.stale[t.key.Comp]
+	if stale && fv.up && !fv.draining {
+		return from, outcome{}
+	}
+	if stale && !fv.up && fv.downFor < s.cfg.RebuildDelay && !fv.draining {
+		return "", outcome{state: "waiting", detail: fmt.Sprintf("%s is down: rebuilt in place if it is back within %v", from, s.cfg.RebuildDelay)}
+	}
+	used := map[string]bool{}
+	for c, id := range fs.l.Targets {
+		if c != int(t.key.Comp) {
+			used[fs.nodes[id]] = true
+		}
+	}
+	good := func(id string) bool {
+		v, known := views[id]
+		_, registered := fs.addrs[id]
+		return known && registered && v.up && !v.draining && id != from && !used[fs.nodes[id]] && !fs.strays[id] && v.free >= need
+	}
+	if fs.hasIntent && fs.intent.Gen == t.gen && (fs.intent.To == from && stale && fv.up || good(fs.intent.To)) {
+		return fs.intent.To, outcome{}
+	}
+	best := ""
+	for id := range views {
+		if good(id) && (best == "" || views[id].free > views[best].free || views[id].free == views[best].free && id < best) {
+			best = id
+		}
+	}
+	if best == "" {
+		return "", outcome{state: "blocked", detail: fmt.Sprintf("no data server that is up and not draining, on a node this file does not use, has %s free", layout.FormatSize(int64(need)))}
+	}
+	return best, outcome{}
+}
+
+// leads reports whether this node leads in term.
+func (s *Server) leads(term uint64) bool {
+	r := s.node.raft
+	return r.State() == raft.Leader && r.CurrentTerm() == term
+}
+
+// rebuildOne makes one attempt at task t: plan, record the intent, copy,
+// commit and swap. Its outcome is done, gone (nothing to do), waiting or
+// blocked; an error is a failed attempt.
+func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome, error) {
+	fs, ok := s.snapFile(t)
+	if !ok {
+		return outcome{state: "gone"}, nil
+	}
+	comp := int(t.key.Comp)
+	views := s.reg.views()
+	if fv := views[t.from]; !fs.stale[t.key.Comp] && !fv.draining && (fv.up || fv.downFor < s.cfg.RebuildDelay) {
+		// Healed meanwhile: the mark was cleared, the server is back.
+		if fs.hasIntent {
+			if _, err := s.apply(cmdRebuildAbort, &rebuildAbortCmd{Ino: fs.ino, Comp: t.key.Comp, Now: s.now()}); err != nil {
+				return outcome{}, fmt.Errorf("drop rebuild intent: %w", err)
+			}
+		}
+		return outcome{state: "gone"}, nil
+	}
+	if why := s.wr.busy(fs.ino); why != "" {
+		return outcome{state: "waiting", detail: why}, nil
+	}
+	src, why := planSources(fs, comp, views)
+	if src == nil {
+		return outcome{state: "blocked", detail: why}, nil
+	}
+	to, out := s.pickTarget(fs, t, views, compBytes(fs.l, fs.size, comp))
+	if to == "" {
+		return out, nil
+	}
+	s.rb.mu.Lock()
+	t.to = to
+	s.rb.mu.Unlock()
+	wt := s.wr.watch(fs.ino)
+	defer s.wr.unwatch(wt)
+	if !fs.hasIntent || fs.intent.To != to || fs.intent.Gen != t.gen {
+		if !s.leads(term) {
+			return outcome{}, errNotLeaderTerm
+		}
+		if _, err := s.apply(cmdRebuildStart, &rebuildStartCmd{Ino: fs.ino, Gen: t.gen, Comp: t.key.Comp, From: t.from, To: to, Now: s.now()}); err != nil {
+			return outcome{}, fmt.Errorf("record rebuild intent: %w", err)
+		}
+	}
+	size, err := s.rebuildSize(ctx, fs, comp, src)
+	if err != nil {
+		return outcome{}, err
+	}
+	s.rb.mu.Lock()
+	t.size = size
+	s.rb.mu.Unlock()
+	if err := s.copyComponent(ctx, t, fs, src, to, size); err != nil {
+		return outcome{}, err
+	}
+	why, err = s.wr.swap(wt, func() error {
+		if !s.leads(term) {
+			return errNotLeaderTerm
+		}
+		_, err := s.apply(cmdRebuildDone, &rebuildDoneCmd{Ino: fs.ino, Gen: t.gen, Comp: t.key.Comp, From: t.from, To: to, Now: s.now()})
+		return err
+	})
+	switch {
+	case err != nil:
+		return outcome{}, fmt.Errorf("swap in the rebuilt component: %w", err)
+	case why != "":
+		return outcome{state: "waiting", detail: why}, nil
+	}
+	return outcome{state: "done"}, nil
+}
+
+// dsCall calls a data server about component comp of the file.
+func (s *Server) dsCall(ctx context.Context, fs fileSnap, id string, comp int, method string, req rpc.DSReq, data []byte, out []byte) (int, uint64, error) {
+	req.Cap = s.rebuildToken()
+	req.ID = rpc.ComponentID{Ino: fs.ino, Gen: fs.l.Generation, Col: uint32(comp)}
+	addr := fs.addrs[id]
+	if addr == "" {
+		return 0, 0, fmt.Errorf("data server %s is not registered", id)
+	}
+	var resp rpc.DSResp
+	cctx, cancel := context.WithTimeout(ctx, rebuildCallTimeout)
+	defer cancel()
+	n, err := s.rb.dsc.CallData(cctx, addr, method, &req, data, &resp, out)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s component %d of inode %d on %s: %w", method, comp, fs.ino, id, err)
+	}
+	return n, resp.Size, nil
+}
+
+// statComp returns the size of component comp where the layout has it.
+func (s *Server) statComp(ctx context.Context, fs fileSnap, comp int) (uint64, error) {
+	_, size, err := s.dsCall(ctx, fs, fs.l.Targets[comp], comp, rpc.DStat, rpc.DSReq{}, nil, nil)
+	return size, err
+}
+
+// fileEnd is the file size implied by data column col holding n bytes.
+func fileEnd(l layout.Layout, col int, n uint64) uint64 {
+	if n == 0 {
+		return 0
+	}
+	x := int64(n - 1)
+	row, in := x/l.Unit, x%l.Unit
+	return uint64(row*l.RowSize() + int64(col)*l.Unit + in + 1)
+}
+
+// rebuildSize is the size the rebuilt component must have: a copy's size,
+// or for rs the component's share of the file's size, the committed size
+// or what the surviving data columns imply, whichever is larger.
+func (s *Server) rebuildSize(ctx context.Context, fs fileSnap, comp int, src *sources) (uint64, error) {
+	var err error
+	for _, c := range src.copies {
+		var n uint64
+		if n, err = s.statComp(ctx, fs, c); err == nil {
+			return n, nil
+		}
+	}
+	if len(src.rs) == 0 {
+		return 0, err
+	}
+	size := fs.size
+	for _, c := range src.rs {
+		if c >= fs.l.Width {
+			continue
+		}
+		n, err := s.statComp(ctx, fs, c)
+		if err != nil {
+			continue // decoding will find out
+		}
+		size = max(size, fileEnd(fs.l, c, n))
+	}
+	return compBytes(fs.l, size, comp), nil
+}
+
+// copyComponent writes component t.key.Comp of size bytes onto to.
+func (s *Server) copyComponent(ctx context.Context, t *task, fs fileSnap, src *sources, to string, size uint64) error {
+	comp := int(t.key.Comp)
+	inPlace := to == t.from
+	end := size
+	if inPlace {
+		_, cur, err := s.dsCall(ctx, fs, to, comp, rpc.DStat, rpc.DSReq{}, nil, nil)
+		if err != nil {
+			return err
+		}
+		end = max(size, cur)
+	} else if _, _, err := s.dsCall(ctx, fs, to, comp, rpc.DTruncate, rpc.DSReq{Size: 0}, nil, nil); err != nil {
+		return err
+	}
+	involved := []string{to}
+	for _, c := range append(slices.Clone(src.copies), src.rs...) {
+		involved = append(involved, fs.l.Targets[c])
+	}
+	var codec *layout.Codec
+	if len(src.rs) > 0 {
+		var err error
+		if codec, err = fs.l.Codec(); err != nil {
+			return err
+		}
+	}
+	nwin := int((end + rebuildWindow - 1) / rebuildWindow)
+	err := inParallel(ctx, nwin, rebuildInflight, func(ctx context.Context, i int) error {
+		off := uint64(i) * rebuildWindow
+		n := min(rebuildWindow, end-off)
+		if err := s.yield(ctx, involved); err != nil {
+			return err
+		}
+		if err := s.rb.bucket.Wait(ctx, int64(n)); err != nil {
+			return err
+		}
+		buf := make([]byte, n)
+		if off < size {
+			m := min(n, size-off)
+			var err error
+			if len(src.rs) > 0 {
+				err = s.decodeWindow(ctx, fs, codec, comp, src.rs, off, buf[:m])
+			} else {
+				err = s.copyWindow(ctx, fs, src.copies, off, buf[:m])
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if inPlace || !allZero(buf) {
+			if _, _, err := s.dsCall(ctx, fs, to, comp, rpc.DWrite, rpc.DSReq{Off: off}, buf, nil); err != nil {
+				return err
+			}
+		}
+		s.rb.progress(t, n)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if _, _, err := s.dsCall(ctx, fs, to, comp, rpc.DTruncate, rpc.DSReq{Size: size}, nil, nil); err != nil {
+		return err
+	}
+	_, _, err = s.dsCall(ctx, fs, to, comp, rpc.DCommit, rpc.DSReq{}, nil, nil)
+	return err
+}
+
+// survivable reports whether a source's failure leaves others to try.
+func survivable(err error) bool {
+	return errors.Is(err, rpc.ErrUnavailable) || errors.Is(err, syscall.EIO) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// readWindow reads len(p) bytes of component comp at off; bytes past the
+// component's end are zeros.
+func (s *Server) readWindow(ctx context.Context, fs fileSnap, comp int, off uint64, p []byte) error {
+	n, _, err := s.dsCall(ctx, fs, fs.l.Targets[comp], comp, rpc.DRead, rpc.DSReq{Off: off, Len: uint64(len(p))}, nil, p)
+	if err != nil {
+		return err
+	}
+	clear(p[n:])
+	return nil
+}
+
+// copyWindow fills p from the first copy that serves it.
+func (s *Server) copyWindow(ctx context.Context, fs fileSnap, copies []int, off uint64, p []byte) error {
+	var err error
+	for _, c := range copies {
+		if err = s.readWindow(ctx, fs, c, off, p); err == nil || !survivable(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// decodeWindow fills p with the window at off of component comp of an
+// rs file, decoded from K of the candidate components.
+func (s *Server) decodeWindow(ctx context.Context, fs fileSnap, codec *layout.Codec, comp int, cands []int, off uint64, p []byte) error {
+	k, m := codec.K(), codec.M()
+	w := len(p)
+	shards := make([][]byte, k+m)
+	next := 0
+	var mu sync.Mutex
+	var lastErr error
+	for {
+		have := 0
+		for _, sh := range shards {
+			if sh != nil {
+				have++
+			}
+		}
+		if have >= k {
+			break
+		}
+		var batch []int
+		for ; next < len(cands) && len(batch) < k-have; next++ {
+			batch = append(batch, cands[next])
+		}
+		if len(batch) < k-have {
+			return fmt.Errorf("rebuild component %d of inode %d: only %d of %d components readable at %d: %w", comp, fs.ino, have+len(batch), k, off, errors.Join(lastErr, syscall.EIO))
+		}
+		err := inParallel(ctx, len(batch), len(batch), func(ctx context.Context, i int) error {
+			c := batch[i]
+			b := make([]byte, w)
+			err := s.readWindow(ctx, fs, c, off, b)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				shards[c] = b
+			case survivable(err):
+				lastErr = err
+			default:
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if comp < k {
+		want := make([]bool, k)
+		want[comp] = true
+		shards[comp] = p[:0:w]
+		if err := codec.Reconstruct(shards, want); err != nil {
+			return err
+		}
+		return nil
+	}
+	want := make([]bool, k)
+	any := false
+	for i := 0; i < k; i++ {
+		if shards[i] == nil {
+			want[i], shards[i], any = true, make([]byte, 0, w), true
+		}
+	}
+	if any {
+		if err := codec.Reconstruct(shards, want); err != nil {
+			return err
+		}
+	}
+	for j := 0; j < m; j++ {
+		if k+j == comp {
+			shards[k+j] = p
+		} else {
+			shards[k+j] = make([]byte, w)
+		}
+	}
+	return codec.Encode(shards)
+}
+
+// yield waits while a data server in ids reports more foreground calls in
+// flight than RebuildYieldLoad, for at most ten heartbeat intervals: the
+// rebuild slows down under load but is never starved.
+func (s *Server) yield(ctx context.Context, ids []string) error {
+	for i := 0; i < 10; i++ {
+		views := s.reg.views()
+		high := false
+		for _, id := range ids {
+			high = high || views[id].load > s.cfg.RebuildYieldLoad
+		}
+		if !high {
+			return nil
+		}
+		s.rmet.rebuildYields.Add(1)
+		t := time.NewTimer(s.cfg.HeartbeatInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+func allZero(p []byte) bool {
+	for _, b := range p {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// inParallel runs fn(0..n-1), at most limit at once, and returns the first
+// error; the others' context is cancelled then.
+func inParallel(ctx context.Context, n, limit int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	sem := make(chan struct{}, max(limit, 1))
+	for i := 0; i < n; i++ {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := fn(ctx, i); err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}
+
+// collectStrays removes from their data servers up to strayBatch strays
+// whose capability lifetime has passed (no reader can hold a layout naming
+// them any more) and drops them from the FSM.
+func (s *Server) collectStrays(ctx context.Context) {
+	now := s.clock()
+	views := s.reg.views()
+	type job struct {
+		k    strayKey
+		addr string
+		keep bool // the layout uses it again: drop the record only
+	}
+	var jobs []job
+	s.fsm.mu.RLock()
+	st := s.fsm.st
+	for k, since := range st.rep.strays {
+		if now.Before(time.Unix(0, since).Add(s.cfg.CapabilityTTL)) || !views[k.DS].up {
+			continue
+		}
+		n := st.get(k.Ino)
+		keep := n != nil && n.isFile() && n.Layout.Generation == k.Gen && int(k.Col) < len(n.Layout.Targets) && n.Layout.Targets[k.Col] == k.DS
+		if in, ok := st.rep.rebuilds[compKey{Ino: k.Ino, Comp: k.Col}]; ok && in.Gen == k.Gen && in.To == k.DS {
+			keep = true
+		}
+		jobs = append(jobs, job{k: k, addr: st.ds[k.DS].Addr, keep: keep})
+		if len(jobs) == strayBatch {
+			break
+		}
+	}
+	s.fsm.mu.RUnlock()
+	var purged []strayKey
+	for _, j := range jobs {
+		if !j.keep {
+			req := rpc.DSReq{Cap: s.rebuildToken(), ID: rpc.ComponentID{Ino: j.k.Ino, Gen: j.k.Gen, Col: j.k.Col}}
+			cctx, cancel := context.WithTimeout(ctx, gcCallTimeout)
+			err := s.rb.dsc.Call(cctx, j.addr, rpc.DRemove, &req, &rpc.DSResp{})
+			cancel()
+			if err != nil && !errors.Is(err, syscall.ENOENT) {
+				if ctx.Err() == nil {
+					s.log.Warn("stray_remove_failed", "inode", j.k.Ino, "gen", j.k.Gen, "col", j.k.Col, "ds_id", j.k.DS, "err", err)
+				}
+				continue
+			}
+		}
+		purged = append(purged, j.k)
+	}
+	if len(purged) == 0 {
+		return
+	}
+	if _, err := s.apply(cmdStrayPurge, &strayPurgeCmd{Keys: purged}); err != nil && ctx.Err() == nil {
+		s.log.Warn("stray_purge_failed", "strays", len(purged), "err", err)
+	}
+}

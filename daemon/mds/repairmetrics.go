@@ -1,0 +1,64 @@
+package mds
+
+import (
+	"bufio"
+	"fmt"
+	"sync/atomic"
+)
+
+// repairMetrics counts what failure handling did since this server started.
+type repairMetrics struct {
+	stale         atomic.Uint64 // components marked stale by LAYOUTERROR
+	rebuilt       atomic.Uint64 // components rebuilt and swapped in
+	rebuildBytes  atomic.Uint64 // bytes the rebuilds wrote
+	rebuildYields atomic.Uint64 // pauses for foreground load
+	scrubBad      atomic.Uint64 // corrupt blocks reported by scrub
+}
+
+// writeRepairMetrics writes the failure-handling metrics: counters since
+// start, and from the FSM the stale components, draining data servers,
+// strays and unrecoverable blocks, and from the rebuild manager its queue.
+func (s *Server) writeRepairMetrics(bw *bufio.Writer, family func(name, typ, help string)) {
+	family("strata_mds_layouterror_stale_total", "counter", "Components marked stale after a failed client call (LAYOUTERROR).")
+	fmt.Fprintf(bw, "strata_mds_layouterror_stale_total %d\n", s.rmet.stale.Load())
+	family("strata_mds_rebuilt_components_total", "counter", "Components rebuilt or moved and swapped into their layout.")
+	fmt.Fprintf(bw, "strata_mds_rebuilt_components_total %d\n", s.rmet.rebuilt.Load())
+	family("strata_mds_rebuild_bytes_total", "counter", "Bytes written by rebuilds.")
+	fmt.Fprintf(bw, "strata_mds_rebuild_bytes_total %d\n", s.rmet.rebuildBytes.Load())
+	family("strata_mds_rebuild_yields_total", "counter", "Times a rebuild paused for foreground load.")
+	fmt.Fprintf(bw, "strata_mds_rebuild_yields_total %d\n", s.rmet.rebuildYields.Load())
+	family("strata_mds_scrub_bad_blocks_total", "counter", "Blocks failing their checksum reported by data server scrubs.")
+	fmt.Fprintf(bw, "strata_mds_scrub_bad_blocks_total %d\n", s.rmet.scrubBad.Load())
+
+	s.fsm.mu.RLock()
+	var stale, lostBlocks int
+	for _, e := range s.fsm.st.rep.stale {
+		stale += len(e.Comps)
+	}
+	for _, l := range s.fsm.st.rep.lost {
+		lostBlocks += len(l.Blocks)
+	}
+	draining, strays, lost := len(s.fsm.st.rep.draining), len(s.fsm.st.rep.strays), len(s.fsm.st.rep.lost)
+	s.fsm.mu.RUnlock()
+	family("strata_mds_stale_components", "gauge", "Components marked stale, waiting to be rebuilt.")
+	fmt.Fprintf(bw, "strata_mds_stale_components %d\n", stale)
+	family("strata_mds_draining_ds", "gauge", "Data servers being drained.")
+	fmt.Fprintf(bw, "strata_mds_draining_ds %d\n", draining)
+	family("strata_mds_stray_components", "gauge", "Displaced components waiting to be removed from their data servers.")
+	fmt.Fprintf(bw, "strata_mds_stray_components %d\n", strays)
+	family("strata_mds_unrecoverable_components", "gauge", "Components of files without redundancy in which scrub found corrupt blocks.")
+	fmt.Fprintf(bw, "strata_mds_unrecoverable_components %d\n", lost)
+	family("strata_mds_unrecoverable_blocks", "gauge", "Corrupt blocks with no redundancy to repair them from.")
+	fmt.Fprintf(bw, "strata_mds_unrecoverable_blocks %d\n", lostBlocks)
+
+	s.rb.mu.Lock()
+	counts := map[string]int{"queued": 0, "running": 0, "waiting": 0, "blocked": 0}
+	for _, t := range s.rb.tasks {
+		counts[t.state]++
+	}
+	s.rb.mu.Unlock()
+	family("strata_mds_rebuild_tasks", "gauge", "Components the rebuild manager of this node has to rebuild, by state.")
+	for _, st := range []string{"queued", "running", "waiting", "blocked"} {
+		fmt.Fprintf(bw, "strata_mds_rebuild_tasks{state=%q} %d\n", st, counts[st])
+	}
+}

@@ -1,0 +1,312 @@
+package mds
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/layout"
+)
+
+// LAYOUTERROR and stale components.
+//
+// A client whose call to one component of a mirror or rs file fails
+// (unreachable data server, EIO) reports it with rpc.MLayoutError, as a
+// pNFS flex-files client does. For a write, truncate or commit the MDS
+// marks the component stale through raft (staleCmd, Strict) before it
+// answers; only then may the client count the write as done, because from
+// then on no new open reads the component: LAYOUTGET hands out the stale
+// set (rpc.LayoutGetResp.Stale), readers read around it and writers skip
+// it. If marking would leave the file unreadable (more than M stale
+// components of an rs:K+M file, every copy of a mirror column) the mark is
+// refused with EIO and the write fails. For a read, only EIO (a block
+// failing its checksum) marks the component stale; an unreachable data
+// server is the heartbeat's business (rebuild.go, RebuildDelay). A file
+// without redundancy has nothing to mark: its failed writes fail.
+//
+// A reader that opened the file before the mark may still read the stale
+// component: it sees the bytes from before the write it raced with, as
+// close-to-open allows for an open that did not follow the writer's close.
+//
+// Writers. The rebuild manager must not swap in a component rebuilt from
+// survivors while a client may write the file: the client would skip the
+// stale component (or write the old one) and the rebuilt copy would miss
+// its bytes. So the leader counts the layouts it grants for writing
+// (LAYOUTGET with Write) until they are returned (LAYOUTRETURN with
+// Write) or their capability expires, and a rebuild of a file that was
+// granted for writing while it ran is thrown away and redone. A new
+// leader does not know its predecessor's grants: it treats every file as
+// written until one capability lifetime after it took office.
+
+// writers is the leader's soft state of files granted for writing. It is
+// safe for concurrent use.
+type writers struct {
+	clock func() time.Time
+
+	mu           sync.Mutex
+	swapped      *sync.Cond // broadcast when a swap ends
+	files        map[uint64]*writerState
+	unknownUntil time.Time // grants of an earlier leader may be live until then
+}
+
+// writerState is one file's outstanding write grants and the rebuilds
+// watching it.
+type writerState struct {
+	open     int       // grants not yet returned
+	until    time.Time // the latest grant's capability expiry
+	swapping bool      // a rebuild is swapping a component: grants wait
+	watches  map[*watch]struct{}
+}
+
+// watch is one rebuild's interest in a file: dirty is set by every write
+// grant made while it is held.
+type watch struct {
+	ino   uint64
+	dirty bool
+}
+
+func newWriters(clock func() time.Time) *writers {
+	w := &writers{clock: clock, files: map[uint64]*writerState{}}
+	w.swapped = sync.NewCond(&w.mu)
+	return w
+}
+
+// takeOffice forgets the grants of an earlier term and treats every file
+// as written for ttl.
+func (w *writers) takeOffice(ttl time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ino, f := range w.files {
+		if len(f.watches) == 0 && !f.swapping {
+			delete(w.files, ino)
+		} else {
+			f.open, f.until = 0, time.Time{}
+		}
+	}
+	w.unknownUntil = w.clock().Add(ttl)
+}
+
+func (w *writers) file(ino uint64) *writerState {
+	f := w.files[ino]
+	if f == nil {
+		f = &writerState{}
+		w.files[ino] = f
+	}
+	return f
+}
+
+// grant records a write grant of file ino expiring at expiry; open counts
+// it as an open to be returned (a refresh of an open layout does not). It
+// waits while a rebuild swaps one of the file's components, so that the
+// caller reads the layout after the swap.
+func (w *writers) grant(ino uint64, expiry time.Time, open bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.files[ino] != nil && w.files[ino].swapping {
+		w.swapped.Wait()
+	}
+	f := w.file(ino)
+	if open {
+		f.open++
+	}
+	if expiry.After(f.until) {
+		f.until = expiry
+	}
+	for wt := range f.watches {
+		wt.dirty = true
+	}
+}
+
+// release records the return of a write grant of file ino.
+func (w *writers) release(ino uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.files[ino]
+	if f == nil {
+		return
+	}
+	if f.open > 0 {
+		f.open--
+	}
+	w.prune(ino, f)
+}
+
+// prune drops the state of a file nobody writes or watches; w.mu is held.
+func (w *writers) prune(ino uint64, f *writerState) {
+	if f.open == 0 && len(f.watches) == 0 && !f.swapping {
+		delete(w.files, ino)
+	}
+}
+
+// busyLocked says why file ino may have a writer now, or "".
+func (w *writers) busyLocked(ino uint64, now time.Time) string {
+	if now.Before(w.unknownUntil) {
+		return fmt.Sprintf("a new leader waits until %s for the writers of its predecessor", w.unknownUntil.Format(time.TimeOnly))
+	}
+	if f := w.files[ino]; f != nil && f.open > 0 && now.Before(f.until) {
+		return fmt.Sprintf("open for writing by %d client(s)", f.open)
+	}
+	return ""
+}
+
+// busy says why file ino may have a writer now, or "".
+func (w *writers) busy(ino uint64) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.busyLocked(ino, w.clock())
+}
+
+// watch starts watching file ino for write grants.
+func (w *writers) watch(ino uint64) *watch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f := w.file(ino)
+	if f.watches == nil {
+		f.watches = map[*watch]struct{}{}
+	}
+	wt := &watch{ino: ino}
+	f.watches[wt] = struct{}{}
+	return wt
+}
+
+// unwatch ends a watch.
+func (w *writers) unwatch(wt *watch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if f := w.files[wt.ino]; f != nil {
+		delete(f.watches, wt)
+		w.prune(wt.ino, f)
+	}
+}
+
+// swap runs apply if no write grant was made during watch wt and the file
+// has no writer now, holding back new write grants of the file until
+// apply returns. It returns why it did not run apply, or apply's error.
+func (w *writers) swap(wt *watch, apply func() error) (waiting string, err error) {
+	w.mu.Lock()
+	f := w.files[wt.ino]
+	if why := w.busyLocked(wt.ino, w.clock()); why != "" {
+		w.mu.Unlock()
+		return why, nil
+	}
+	if wt.dirty {
+		w.mu.Unlock()
+		return "opened for writing while it was rebuilt", nil
+	}
+	f.swapping = true
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		f.swapping = false
+		w.swapped.Broadcast()
+		w.mu.Unlock()
+	}()
+	return "", apply()
+}
+
+// staleList returns the stale components of file n for the wire; the
+// caller holds fsm.mu.
+func (st *state) staleList(n *inode) []uint32 {
+	e := st.staleOf(n)
+	if len(e.Comps) == 0 {
+		return nil
+	}
+	out := make([]uint32, len(e.Comps))
+	for i, c := range e.Comps {
+		out[i] = c.Comp
+	}
+	return out
+}
+
+// layoutError serves rpc.MLayoutError: it marks the reported components
+// stale (see the top of this file) and answers with the file's layout.
+func (s *Server) layoutError(ctx context.Context, r *rpc.LayoutErrorReq) (*rpc.LayoutGetResp, error) {
+	if len(r.Errors) == 0 {
+		return nil, errf(syscall.EINVAL, "layouterror of inode %d reports no error", r.Ino)
+	}
+	var comps []uint32
+	var ds []string
+	seen := map[uint32]bool{}
+	strict := false
+	for _, e := range r.Errors {
+		read := e.Op == "read"
+		if read && syscall.Errno(e.Errno) != syscall.EIO {
+			continue // unreachable: the heartbeats decide
+		}
+		strict = strict || !read
+		if !seen[e.Comp] {
+			seen[e.Comp] = true
+			comps = append(comps, e.Comp)
+			ds = append(ds, e.DS)
+		}
+	}
+	if len(comps) > 0 {
+		s.fsm.mu.RLock()
+		n, err := s.fsm.st.node(r.Ino)
+		none := err == nil && n.isFile() && n.Layout.Scheme.Kind == layout.KindNone
+		s.fsm.mu.RUnlock()
+		if none {
+			return nil, errf(syscall.EIO, "inode %d has no redundancy: a failed component call cannot be routed around", r.Ino)
+		}
+		reason := r.Errors[0].Op
+		if _, err := s.apply(cmdStale, &staleCmd{Ino: r.Ino, Gen: r.Gen, Comps: comps, DS: ds, Reason: reason, Strict: strict}); err != nil {
+			return nil, err
+		}
+		s.rmet.stale.Add(uint64(len(comps)))
+		s.log.Warn("components_marked_stale", "inode", r.Ino, "gen", r.Gen, "comps", comps, "ds_ids", ds, "op", reason)
+		s.rb.kickNow()
+	}
+	return s.layoutFor(ctx, r.Ino, r.Write, false)
+}
+
+// layoutReturn accepts a returned layout; a write layout's return ends a
+// writer (see writers).
+func (s *Server) layoutReturn(_ context.Context, r *rpc.LayoutReturnReq) (*rpc.Empty, error) {
+	if r.Write {
+		s.wr.release(r.Ino)
+	}
+	return &rpc.Empty{}, nil
+}
+
+// layoutFor builds a LAYOUTGET answer for file ino: attributes, layout
+// with addresses and stale set, and a capability. A write grant is
+// recorded first (open: a new open, to be returned), so that the layout
+// read is the one after any swap in progress.
+func (s *Server) layoutFor(_ context.Context, ino uint64, write, open bool) (*rpc.LayoutGetResp, error) {
+	if write {
+		s.wr.grant(ino, s.clock().Add(s.cfg.CapabilityTTL), open)
+	}
+	s.fsm.mu.RLock()
+	n, err := s.fsm.st.node(ino)
+	if err != nil {
+		s.fsm.mu.RUnlock()
+		return nil, err
+	}
+	switch {
+	case n.isDir():
+		s.fsm.mu.RUnlock()
+		return nil, errf(syscall.EISDIR, "inode %d is a directory: it has no layout", ino)
+	case !n.isFile():
+		s.fsm.mu.RUnlock()
+		return nil, errf(syscall.EINVAL, "inode %d is not a regular file: it has no layout", ino)
+	}
+	resp := &rpc.LayoutGetResp{
+		Attr: n.attr(),
+		Layout: rpc.Layout{
+			Spec:       n.Layout.String(),
+			Generation: n.Layout.Generation,
+			Targets:    n.Layout.Targets,
+			Addrs:      make([]string, len(n.Layout.Targets)),
+		},
+		Stale: s.fsm.st.staleList(n),
+	}
+	for i, id := range n.Layout.Targets {
+		resp.Layout.Addrs[i] = s.fsm.st.ds[id].Addr
+	}
+	s.fsm.mu.RUnlock()
+	resp.Cap = s.grant(ino, resp.Layout.Generation, write)
+	return resp, nil
+}
