@@ -261,8 +261,9 @@ func testDSKilled(t *testing.T, e *tiertest.Env) {
 	writeOut(t, e, "dskill.big", big, 0o644)
 	small := map[string][]byte{}
 	for i := range 12 {
-		small[fmt.Sprintf("s%02d", i)] = randomBytes(t, 1000+i)
-		writeOut(t, e, fmt.Sprintf("dskill.s%02d", i), small[fmt.Sprintf("s%02d", i)], 0o644)
+		name := fmt.Sprintf("s%02d", i)
+		small[name] = randomBytes(t, 1000+i)
+		writeOut(t, e, "dskill-small."+name, small[name], 0o644)
 	}
 	// The files are written outside the drain rule, then moved under it
 	// (metadata only) once the data server is known to be down.
@@ -271,7 +272,7 @@ set -e
 T=$STRATA_TIER_DIR
 mkdir -p $T/tmp $T/ckpt
 cp `+outDir(e)+`/dskill.big $T/tmp/big
-for f in `+outDir(e)+`/dskill.s*; do cp $f $T/tmp/${f##*.}; done
+for f in `+outDir(e)+`/dskill-small.*; do cp $f $T/tmp/${f##*.}; done
 touch `+ready+`
 while [ ! -e `+resume+` ]; do sleep 0.1; done
 mv $T/tmp/* $T/ckpt/
