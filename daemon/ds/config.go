@@ -15,6 +15,8 @@ const (
 	DefaultBlockSize         = 64 << 10
 	DefaultHeartbeatInterval = time.Second
 	DefaultListen            = "127.0.0.1:7201"
+	DefaultScrubInterval     = 7 * 24 * time.Hour
+	DefaultScrubRate         = 32 << 20
 	MinBlockSize             = 4 << 10
 	MaxBlockSize             = 16 << 20
 	maxIDLen                 = 128
@@ -33,6 +35,8 @@ type Config struct {
 	Capacity          uint64        // bytes; 0 = total size of the file system holding Dir
 	HeartbeatInterval time.Duration // default 1s; the MDS reply's IntervalMs overrides when non-zero
 	BlockSize         int           // checksum block size; default 64 KiB; a power of two in [4 KiB, 16 MiB]
+	ScrubInterval     time.Duration // a scrub pass starts this often (scrub.go); default 7 days; negative: only on demand
+	ScrubRate         int64         // bytes per second a scrub pass reads at most; default 32 MiB/s; negative: unlimited
 }
 
 // DefaultConfig returns a Config with every optional field set to its
@@ -42,6 +46,8 @@ func DefaultConfig() Config {
 		Listen:            DefaultListen,
 		HeartbeatInterval: DefaultHeartbeatInterval,
 		BlockSize:         DefaultBlockSize,
+		ScrubInterval:     DefaultScrubInterval,
+		ScrubRate:         DefaultScrubRate,
 	}
 }
 
@@ -58,6 +64,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BlockSize == 0 {
 		c.BlockSize = DefaultBlockSize
+	}
+	if c.ScrubInterval == 0 {
+		c.ScrubInterval = DefaultScrubInterval
+	}
+	if c.ScrubRate == 0 {
+		c.ScrubRate = DefaultScrubRate
 	}
 	return c
 }

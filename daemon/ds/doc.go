@@ -14,6 +14,12 @@
 // id and the block size so that a restart with another geometry is refused
 // rather than read as corruption.
 //
+// A scrubber (scrub.go) verifies every block of every component in the
+// background, on a schedule and when the MDS asks, and reports corrupt
+// blocks to the MDS, which repairs them from redundancy. Calls whose
+// capability carries a background class (rebuild, scrub) are not counted
+// in the load the heartbeat reports.
+//
 // All disk access goes through the Disk interface so tests can inject
 // EIO, torn writes and latency.
 //

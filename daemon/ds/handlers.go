@@ -21,20 +21,28 @@ func (s *Server) register(mux *rpc.Mux) {
 	rpc.Handle(mux, rpc.DRemove, s.handleRemove)
 	rpc.Handle(mux, rpc.DStat, s.handleStat)
 	rpc.Handle(mux, rpc.DInfo, s.handleInfo)
+	s.registerScrub(mux)
 }
 
 // begin verifies req's token for op and starts timing the call for the
-// load measure; the caller must defer s.end with the returned time.
+// load measure; the caller must defer s.end with the returned time. Calls
+// of the background classes (rebuild, scrub) are not timed: the load is
+// the foreground's, which background work yields to.
 func (s *Server) begin(req *rpc.DSReq, op capability.Op) (time.Time, error) {
 	now := s.clock()
 	if err := req.Cap.Verify(s.secret, now, req.ID.Ino, req.ID.Gen, op); err != nil {
 		return now, rpc.Errorf(syscall.EACCES, "ds: "+err.Error())
 	}
+	if req.Cap.Class == rpc.ClassRebuild || req.Cap.Class == rpc.ClassScrub {
+		return time.Time{}, nil
+	}
 	return now, nil
 }
 
 func (s *Server) end(start time.Time) {
-	s.busy.Add(int64(s.clock().Sub(start)))
+	if !start.IsZero() {
+		s.busy.Add(int64(s.clock().Sub(start)))
+	}
 }
 
 // handleWrite writes the request's data at req.Off. in is the request

@@ -30,6 +30,7 @@ type Server struct {
 	store  *store
 	rpc    *rpc.Server
 	hb     *rpc.Client
+	scrub  *scrubber
 	ready  chan struct{}
 
 	busy atomic.Int64 // nanoseconds spent in component calls, for Load
@@ -73,6 +74,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		store:  st,
 		ready:  make(chan struct{}),
 	}
+	s.scrub = newScrubber(s)
 	mux := rpc.NewMux()
 	s.register(mux)
 	s.rpc = rpc.NewServer(mux, log)
@@ -115,6 +117,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.cfg.MDS != "" {
 		s.wg.Go(func() { s.heartbeatLoop(runCtx, advertise) })
 	}
+	s.wg.Go(func() { s.scrub.loop(runCtx) })
 	close(s.ready)
 	used, capacity := s.store.usage()
 	s.log.Info("data server started", "addr", s.addr, "advertise", advertise,
