@@ -25,7 +25,9 @@ type fileSystem struct {
 	opts Options
 	log  *slog.Logger
 	errs limiter
-	wb   *budget
+	wb   *budget // write-behind data in flight; writers wait for it
+	rab  *budget // blocks read ahead; taken only when free, never waited for
+	dc   *dirCache
 
 	// bg counts the write-behind goroutines; shutdown waits for them.
 	bg sync.WaitGroup
@@ -37,16 +39,19 @@ type fileSystem struct {
 }
 
 func newFileSystem(ctx context.Context, c *client.Client, opts Options) *fileSystem {
-	return &fileSystem{
+	fsys := &fileSystem{
 		c:     c,
 		ctx:   ctx,
 		opts:  opts,
 		log:   opts.Log,
 		errs:  limiter{log: opts.Log, every: time.Second},
 		wb:    newBudget(opts.WriteBehind),
+		rab:   newBudget(opts.WriteBehind),
 		open:  map[uint64]*openFile{},
 		locks: map[lockKey]bool{},
 	}
+	fsys.dc = newDirCache(fsys, min(opts.EntryTimeout, opts.AttrTimeout))
+	return fsys
 }
 
 // blksize is the st_blksize the mount reports: the request size.
@@ -176,7 +181,7 @@ func (fsys *fileSystem) shutdown() {
 	fsys.bg.Wait()
 }
 
-// budget bounds the bytes of write-behind in flight over the mount.
+// budget bounds the memory of some of the mount's buffers.
 type budget struct {
 	mu    sync.Mutex
 	cond  *sync.Cond
@@ -199,6 +204,17 @@ func (b *budget) acquire(n int64) {
 	}
 	b.used += n
 	b.mu.Unlock()
+}
+
+// tryAcquire takes n bytes if they are free now.
+func (b *budget) tryAcquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.limit {
+		return false
+	}
+	b.used += n
+	return true
 }
 
 func (b *budget) release(n int64) {

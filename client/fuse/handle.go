@@ -65,6 +65,7 @@ func (n *node) restamp(a *rpc.Attr) bool {
 // writes nothing costs one MDS call.
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *gofuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	parent := n.ino()
+	n.fsys.dc.changed()
 	a, created, err := n.fsys.c.CreateIno(n.fsys.ctx, parent, name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()), flags&syscall.O_EXCL != 0)
 	if err != nil {
 		return nil, nil, 0, n.fsys.errs.fail("create", parent, err)
@@ -98,7 +99,7 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 	if err != nil {
 		return nil, n.fsys.errs.fail("read", n.ino(), err)
 	}
-	return gofuse.ReadResultData(dest[:got]), 0
+	return gofuse.ReadResultData(got), 0
 }
 
 // Write gathers data into the write-behind buffer. The kernel gives the

@@ -86,10 +86,17 @@ func (n *node) remember(a *rpc.Attr) {
 
 // Lookup finds name in this directory.
 func (n *node) Lookup(ctx context.Context, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if a, left, ok := n.fsys.dc.lookup(n.ino(), name); ok {
+		ch := n.child(ctx, a, out)
+		out.SetEntryTimeout(min(left, n.fsys.opts.EntryTimeout))
+		out.SetAttrTimeout(min(left, n.fsys.opts.AttrTimeout))
+		return ch, 0
+	}
 	a, err := n.fsys.c.Lookup(n.fsys.ctx, n.ino(), name)
 	if err != nil {
 		return nil, n.fsys.errs.fail("lookup", n.ino(), err)
 	}
+	n.fsys.dc.found(n.ino())
 	return n.child(ctx, a, out), 0
 }
 
@@ -142,6 +149,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *gofuse.SetAttr
 		req.Valid |= rpc.SetMtime
 		req.Mtime = t.UnixNano()
 	}
+	n.fsys.dc.changed()
 	if size, ok := in.GetSize(); ok {
 		if err := n.truncate(fh, size); err != nil {
 			return n.fsys.errs.fail("truncate", ino, err)
@@ -179,6 +187,7 @@ func (n *node) truncate(fh fs.FileHandle, size uint64) error {
 
 // Mkdir makes a directory owned by the caller.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	n.fsys.dc.changed()
 	a, err := n.fsys.c.MkdirIno(n.fsys.ctx, n.ino(), name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()))
 	if err != nil {
 		return nil, n.fsys.errs.fail("mkdir", n.ino(), err)
@@ -188,6 +197,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *gofuse.
 
 // Rmdir removes an empty directory.
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	n.fsys.dc.changed()
 	return n.fsys.errs.fail("rmdir", n.ino(), n.fsys.c.RmdirIno(n.fsys.ctx, n.ino(), name))
 }
 
@@ -195,6 +205,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 // moved to a silly name instead and removed at its last close, so that it
 // stays readable and writable until then (as NFS does).
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	n.fsys.dc.changed()
 	parent := n.ino()
 	if ok, errno := n.sillyRename(name); ok {
 		return errno
@@ -233,6 +244,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if flags&^(rpc.RenameNoReplace|rpc.RenameExchange) != 0 {
 		return syscall.EINVAL
 	}
+	n.fsys.dc.changed()
 	if flags == 0 {
 		if src, dst := n.GetChild(name), np.GetChild(newName); dst != nil && src != dst {
 			if _, errno := np.sillyRename(newName); errno != 0 {
@@ -246,6 +258,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 
 // Symlink makes a symbolic link owned by the caller.
 func (n *node) Symlink(ctx context.Context, target, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	n.fsys.dc.changed()
 	a, err := n.fsys.c.SymlinkIno(n.fsys.ctx, n.ino(), name, target, callerCred(ctx, n.fsys.c.Cred()))
 	if err != nil {
 		return nil, n.fsys.errs.fail("symlink", n.ino(), err)
@@ -264,6 +277,7 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 
 // Link adds a hard link to target in this directory.
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	n.fsys.dc.changed()
 	ino := target.EmbeddedInode().StableAttr().Ino
 	a, err := n.fsys.c.LinkIno(n.fsys.ctx, ino, n.ino(), name)
 	if err != nil {

@@ -2,7 +2,6 @@ package fuse
 
 import (
 	"errors"
-	"io"
 	"os"
 	"sync"
 	"syscall"
@@ -29,7 +28,8 @@ type openFile struct {
 	attr    rpc.Attr       // the last attributes seen
 	silly   []sillyEntry   // names this inode was moved to when unlinked while open
 
-	w writer
+	w  writer
+	ra readahead
 }
 
 // sillyEntry is a name an unlinked open file was moved to.
@@ -41,6 +41,7 @@ type sillyEntry struct {
 func newOpenFile(fsys *fileSystem, ino uint64) *openFile {
 	of := &openFile{fsys: fsys, ino: ino, done: make(chan struct{})}
 	of.w.init(of)
+	of.ra.init(of)
 	return of
 }
 
@@ -78,6 +79,7 @@ func (of *openFile) open(write, fresh bool) (*rpc.Attr, error) {
 			return nil, err
 		}
 		of.attr = *a
+		of.ra.drop()
 	}
 	a := of.attr
 	return &a, nil
@@ -96,6 +98,7 @@ func (of *openFile) refresh() error {
 		return err
 	}
 	of.attr = *a
+	of.ra.drop()
 	return nil
 }
 
@@ -150,19 +153,16 @@ func (of *openFile) merge(a *rpc.Attr) {
 	of.mu.Unlock()
 }
 
-// read reads at off, after the write-behind data has reached the data
-// servers. It returns fewer bytes at the end of the file.
-func (of *openFile) read(dest []byte, off int64) (int, error) {
+// read reads len(dest) bytes at off, after the write-behind data has
+// reached the data servers, and returns them (in dest or in a block read
+// ahead). It returns fewer bytes at the end of the file.
+func (of *openFile) read(dest []byte, off int64) ([]byte, error) {
 	of.w.wait()
 	f, err := of.file(false)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	n, err := f.ReadAt(dest, off)
-	if errors.Is(err, io.EOF) {
-		err = nil
-	}
-	return n, err
+	return of.ra.read(f, dest, off)
 }
 
 // write accepts data at off into the write-behind buffer.
@@ -171,7 +171,12 @@ func (of *openFile) write(data []byte, off int64) error {
 	if err != nil {
 		return err
 	}
-	return of.w.write(f, data, off)
+	err = of.w.write(f, data, off)
+	// After the data is in the writer, so that a block read ahead before
+	// this drop is gone and one started after it writes the data back first.
+	of.ra.drop()
+	of.fsys.dc.changed()
+	return err
 }
 
 // sync writes back the buffered data, then makes it durable and
@@ -186,6 +191,8 @@ func (of *openFile) sync() error {
 		if serr := f.Sync(); err == nil {
 			err = serr
 		}
+		// The size the MDS has changed: listings made before are stale.
+		of.fsys.dc.changed()
 	}
 	return err
 }
@@ -200,7 +207,10 @@ func (of *openFile) truncate(size uint64) error {
 	if err != nil {
 		return err
 	}
-	return f.Truncate(int64(size))
+	err = f.Truncate(int64(size))
+	of.ra.drop()
+	of.fsys.dc.changed()
+	return err
 }
 
 // addSilly records a name this inode was moved to on unlink.
@@ -227,6 +237,7 @@ func (of *openFile) hasSilly(parent uint64, name string) bool {
 // remove the silly names. It returns the first error.
 func (of *openFile) close() error {
 	err := of.w.drain()
+	of.ra.close()
 	of.mu.Lock()
 	files := append(of.retired, of.f)
 	silly := of.silly
@@ -240,6 +251,7 @@ func (of *openFile) close() error {
 			err = cerr
 		}
 	}
+	of.fsys.dc.changed()
 	for _, s := range silly {
 		uerr := of.fsys.c.UnlinkIno(of.fsys.ctx, s.parent, s.name)
 		if uerr != nil && !errors.Is(uerr, syscall.ENOENT) && err == nil {

@@ -24,7 +24,8 @@ type Options struct {
 	// kernel keeps in flight. Default 32.
 	MaxBackground int
 	// WriteBehind is how many bytes of written data the mount may hold in
-	// flight to the data servers, over all files. Default 64 MiB.
+	// flight to the data servers, over all files; the mount may hold as
+	// much again in blocks read ahead. Default 64 MiB.
 	WriteBehind int64
 	// AllowOther lets users other than the one who mounted use the mount
 	// (with default_permissions, the kernel checks permissions).

@@ -28,6 +28,7 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 // the MDS judges "empty" on what the writers wrote.
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	ino := n.ino()
+	n.fsys.dc.changed() // the layout generation is an attribute
 	of := n.fsys.opened(ino)
 	if attr == rpc.LayoutXattr && of != nil {
 		if err := of.sync(); err != nil {
