@@ -17,7 +17,10 @@
 // (LAYOUTCOMMIT). Writes are gathered per open inode into buffers of a
 // stripe row and written behind, in parallel, bounded per mount
 // (Options.WriteBehind); an error of a write behind fails the next writes
-// and is reported by the next flush (close) or fsync of the file. A file unlinked while open on this
+// and is reported by the next flush (close) or fsync of the file. Forward
+// reads are read ahead (readahead.go), and bursts of lookups in one
+// directory are answered from one listing while it is fresh (statahead,
+// dircache.go). A file unlinked while open on this
 // mount is renamed to ".strata-open-*" until its last close, as NFS does
 // ("silly rename").
 //
