@@ -46,11 +46,11 @@ func (o *fileIO) shards() (k, m int)           { return o.v.codec.K(), o.v.codec
 func (o *fileIO) window() int64                { return min(o.v.lay.Unit, int64(o.c.cfg.ChunkSize)) }
 func (o *fileIO) fileOff(r int64, c int) int64 { return r*o.rowSize() + int64(c)*o.v.lay.Unit }
 
-// windows appends the spans of row r that cover the in-unit bytes
+// windows returns the spans of row r that cover the in-unit bytes
 // [lo, hi), each at most the driver's window wide.
-func (o *fileIO) windows(out []span, r, lo, hi int64) []span {
-	w := o.window()
-	for x := lo; x < hi; x += w {
+func (o *fileIO) windows(r, lo, hi int64) []span {
+	var out []span
+	for x, w := lo, o.window(); x < hi; x += w {
 		out = append(out, span{row: r, rows: 1, lo: x, hi: min(x+w, hi)})
 	}
 	return out

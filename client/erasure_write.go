@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+
+	"github.com/strata-hpc/strata/layout"
 )
 
 // writeRS writes p at off to an rs:K+M file and returns the components it
@@ -11,30 +13,7 @@ import (
 // concurrent writers). Rows are independent, so their spans run in
 // parallel. Any component failing fails the write (see Fault).
 func (o *fileIO) writeRS(ctx context.Context, p []byte, off int64) ([]int, error) {
-	l := o.v.lay
-	u, row, end := l.Unit, l.RowSize(), off+int64(len(p))
-	var tasks []writeSpan
-	for r := off / row; r*row < end; {
-		lo, hi := max(off, r*row), min(end, (r+1)*row)
-		if hi-lo == row { // whole rows from r on
-			last := end / row
-			tasks = o.fullSpans(tasks, r, last)
-			r = last
-			continue
-		}
-		a, b := lo-r*row, hi-r*row // the write's bytes within the row
-		c0, c1 := a/u, (b-1)/u
-		switch {
-		case c0 == c1:
-			tasks = o.partial(tasks, r, a-c0*u, b-c0*u)
-		case c1-c0 == 1 && (b-1)%u+1 < a%u: // the tail of one unit and the head of the next
-			tasks = o.partial(tasks, r, 0, (b-1)%u+1)
-			tasks = o.partial(tasks, r, a%u, u)
-		default:
-			tasks = o.partial(tasks, r, 0, u)
-		}
-		r++
-	}
+	tasks := planWrite(o.v.lay, int64(o.c.cfg.ChunkSize), off, int64(len(p)))
 	k, m := o.shards()
 	limit := max(2, 2*o.c.cfg.MaxInflight/(k+m))
 	err := parallel(ctx, len(tasks), limit, func(ctx context.Context, i int) error {
@@ -43,7 +22,7 @@ func (o *fileIO) writeRS(ctx context.Context, p []byte, off int64) ([]int, error
 		}
 		return o.writePartial(ctx, p, off, tasks[i].sp)
 	})
-	comps := touched(l, off, int64(len(p)))
+	comps := touched(o.v.lay, off, int64(len(p)))
 	for j := 0; j < m; j++ {
 		comps = append(comps, k+j)
 	}
@@ -57,30 +36,47 @@ type writeSpan struct {
 	full bool
 }
 
-// fullSpans appends the spans of whole rows [first, last): runs of rows
-// of at most ChunkSize per column, or windows of one row if a unit is
-// larger.
-func (o *fileIO) fullSpans(out []writeSpan, first, last int64) []writeSpan {
-	u := o.v.lay.Unit
-	if per := int64(o.c.cfg.ChunkSize) / u; per >= 1 {
-		for r := first; r < last; r += per {
-			out = append(out, writeSpan{span{row: r, rows: min(per, last-r), lo: 0, hi: u}, true})
-		}
-		return out
-	}
-	for r := first; r < last; r++ {
-		for _, sp := range o.windows(nil, r, 0, u) {
-			out = append(out, writeSpan{sp, true})
+// planWrite cuts a write of n bytes at off into spans no two of which
+// share a byte of any component, so they can run in parallel: runs of
+// whole rows of at most chunk bytes per column (or windows of one row if
+// a unit is larger), and for a row the write covers in part, windows of
+// at most chunk bytes over the in-unit bytes it touches in any unit.
+func planWrite(l layout.Layout, chunk, off, n int64) []writeSpan {
+	u, row, end := l.Unit, l.RowSize(), off+n
+	var out []writeSpan
+	add := func(r, lo, hi int64, full bool) {
+		for x := lo; x < hi; x += chunk {
+			out = append(out, writeSpan{span{row: r, rows: 1, lo: x, hi: min(x+chunk, hi)}, full})
 		}
 	}
-	return out
-}
-
-// partial appends the windows of row r's in-unit bytes [lo, hi), to be
-// read, merged and re-encoded.
-func (o *fileIO) partial(out []writeSpan, r, lo, hi int64) []writeSpan {
-	for _, sp := range o.windows(nil, r, lo, hi) {
-		out = append(out, writeSpan{sp, false})
+	for r := off / row; r*row < end; {
+		lo, hi := max(off, r*row), min(end, (r+1)*row)
+		if hi-lo == row { // whole rows from r on
+			last := end / row
+			if per := chunk / u; per >= 1 {
+				for ; r < last; r += per {
+					out = append(out, writeSpan{span{row: r, rows: min(per, last-r), lo: 0, hi: u}, true})
+				}
+			} else {
+				for ; r < last; r++ {
+					add(r, 0, u, true)
+				}
+			}
+			r = last
+			continue
+		}
+		a, b := lo-r*row, hi-r*row // the write's bytes within the row
+		c0, c1 := a/u, (b-1)/u
+		switch {
+		case c0 == c1:
+			add(r, a-c0*u, b-c0*u, false)
+		case c1-c0 == 1 && (b-1)%u+1 < a%u: // the tail of one unit and the head of the next
+			add(r, 0, (b-1)%u+1, false)
+			add(r, a%u, u, false)
+		default:
+			add(r, 0, u, false)
+		}
+		r++
 	}
 	return out
 }
@@ -206,7 +202,7 @@ func (o *fileIO) truncateRS(ctx context.Context, size int64) error {
 	if err != nil || size%row == 0 {
 		return err
 	}
-	spans := o.windows(nil, size/row, 0, l.Unit)
+	spans := o.windows(size/row, 0, l.Unit)
 	err = parallel(ctx, len(spans), o.c.cfg.MaxInflight, func(ctx context.Context, i int) error {
 		return o.reencode(ctx, spans[i], size)
 	})

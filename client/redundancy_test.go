@@ -108,7 +108,10 @@ func TestRandomIORedundant(t *testing.T) {
 				if _, err := f.WriteAt(p, off); err != nil {
 					t.Fatalf("%s: write [%d,+%d): %v", what, off, n, err)
 				}
-				if end := off + n; end > int64(len(want)) && n > 0 {
+				if n == 0 {
+					break // writes nothing, extends nothing
+				}
+				if end := off + n; end > int64(len(want)) {
 					want = append(want, make([]byte, end-int64(len(want)))...)
 				}
 				copy(want[off:], p)
