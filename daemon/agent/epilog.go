@@ -76,7 +76,7 @@ func (s *Server) markEpilog(t *tier) {
 	if !alive(t.proc("mds"), t.marker()) {
 		return // the others find the MDS gone
 	}
-	tc, err := t.tierClient()
+	tc, err := t.tierClient(time.Second)
 	if err != nil {
 		return
 	}
@@ -91,7 +91,9 @@ func (s *Server) markEpilog(t *tier) {
 // waitFirstNode waits until the first node's final drain is over: the
 // mark on the tier's root, or the tier's MDS gone, or ctx's end.
 func (s *Server) waitFirstNode(ctx context.Context, t *tier) {
-	tc, err := t.tierClient()
+	// No failover retries: an MDS that does not answer is gone, and then
+	// the first node is done with it.
+	tc, err := t.tierClient(time.Nanosecond)
 	if err != nil {
 		return
 	}

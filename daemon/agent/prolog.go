@@ -157,7 +157,7 @@ func (s *Server) assemble(ctx context.Context, t *tier) error {
 	}
 	t.setProc("ds", p)
 
-	tc, err := t.tierClient()
+	tc, err := t.tierClient(2 * time.Second)
 	if err != nil {
 		return err
 	}
@@ -230,10 +230,11 @@ func (t *tier) stats() rpc.TierNodeStats {
 func (t *tier) marker() string { return t.jobDir + "/" }
 
 // tierClient returns a client of the tier's MDS that creates files as the
-// job's user.
-func (t *tier) tierClient() (*client.Client, error) {
+// job's user. failover is how long a call retries an MDS that stopped
+// answering (one voter: it is not electing, it is gone or restarting).
+func (t *tier) tierClient(failover time.Duration) (*client.Client, error) {
 	return client.New(client.Config{
-		MDS: t.st.MDSAddr, Timeout: 10 * time.Second, FailoverTimeout: 2 * time.Second,
+		MDS: t.st.MDSAddr, Timeout: 10 * time.Second, FailoverTimeout: failover,
 		Cred: rpc.Cred{Uid: t.st.UID, Gid: t.st.GID},
 	})
 }

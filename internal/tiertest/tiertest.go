@@ -220,3 +220,75 @@ func WaitFile(p string, d time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// MountGlobal mounts the global namespace on dir in node's namespaces
+// (mount, and network in netns mode), as the node's jobs would see it,
+// and returns a function that unmounts it.
+func (e *Env) MountGlobal(node, dir string) (func(), error) {
+	pid, err := e.pidFile("slurmd." + node + ".pid")
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--mount=/proc/" + strconv.Itoa(pid) + "/ns/mnt"}
+	mode, _ := os.ReadFile(filepath.Join(e.Dir, "run", "mode"))
+	id, _ := os.ReadFile(filepath.Join(e.Dir, "run", "id"))
+	if strings.TrimSpace(string(mode)) == "netns" {
+		args = append(args, "--net=/run/netns/strata-"+strings.TrimSpace(string(id))+"-"+node)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("nsenter", append(args, e.Cluster.Strata, "mount", "--mds", e.MDS, dir)...)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m, err := e.Mounted(node, dir); err == nil && m {
+			return stop, nil
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, fmt.Errorf("global namespace not mounted on %s in %s after 10 s", dir, node)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// HookTimes returns, from node's agent log, when each of its op hooks
+// (prolog, epilog) of job started and ended.
+func (e *Env) HookTimes(node, op string, job uint32) (start, end time.Time, err error) {
+	b, err := os.ReadFile(filepath.Join(e.Dir, "log", "agent."+node+".log"))
+	if err != nil {
+		return start, end, err
+	}
+	want := fmt.Sprintf(" op=%s job_id=%d ", op, job)
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, "msg=hook ") || !strings.Contains(line, want) {
+			continue
+		}
+		var ts, dur string
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "time="); ok {
+				ts = v
+			}
+			if v, ok := strings.CutPrefix(f, "duration="); ok {
+				dur = v
+			}
+		}
+		end, err = time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			return start, end, err
+		}
+		d, err := time.ParseDuration(dur)
+		if err != nil {
+			return start, end, err
+		}
+		return end.Add(-d), end, nil
+	}
+	return start, end, fmt.Errorf("agent.%s.log has no %s of job %d", node, op, job)
+}
