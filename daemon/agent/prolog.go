@@ -310,9 +310,10 @@ func (s *Server) waitDataServers(ctx context.Context, t *tier, tc *client.Client
 // initRoot gives the tier's root to the job's user (mode 0700: no other
 // user sees into it) and publishes tierMeta on it.
 func (s *Server) initRoot(ctx context.Context, t *tier, tc *client.Client) error {
+	now := time.Now().UnixNano()
 	if _, err := tc.Setattr(ctx, rpc.RootIno, rpc.SetattrReq{
-		Ino: rpc.RootIno, Valid: rpc.SetUid | rpc.SetGid | rpc.SetMode,
-		Uid: t.st.UID, Gid: t.st.GID, Mode: rpc.TypeDir | 0o700,
+		Ino: rpc.RootIno, Valid: rpc.SetUid | rpc.SetGid | rpc.SetMode | rpc.SetAtime | rpc.SetMtime,
+		Uid: t.st.UID, Gid: t.st.GID, Mode: rpc.TypeDir | 0o700, Atime: now, Mtime: now,
 	}); err != nil {
 		return fmt.Errorf("tier root: %w", err)
 	}

@@ -181,7 +181,7 @@ cd $STRATA_TIER_DIR && sha256sum --quiet -c `+outDir(e)+`/stage.sums && echo CHE
 // (3) a missing stage-in source fails the job with that message, before
 // its script runs; the nodes stay in service.
 func testMissingSource(t *testing.T, e *tiertest.Env) {
-	id := submit(t, e, "-N2", "--uid="+nobody, "--gid="+nobody, "--storage-tier=capacity=1G,stage-in=strata:/no/such/data:/in", "--wrap", "echo the-script-ran")
+	id := submit(t, e, "-N2", "-w", "n[1-2]", "--uid="+nobody, "--gid="+nobody, "--storage-tier=capacity=1G,stage-in=strata:/no/such/data:/in", "--wrap", "echo the-script-ran")
 	out := waitJob(t, e, id, "FAILED")
 	want := fmt.Sprintf("strata: storage tier for job %d is not usable: stage-in source strata:/no/such/data: no such file or directory\n", id)
 	if !strings.Contains(out, want) || strings.Contains(out, "the-script-ran") {
@@ -190,6 +190,7 @@ func testMissingSource(t *testing.T, e *tiertest.Env) {
 	if b := tierBody(t, e, id); b.State != "failed" || !containsAll(b.Errors, "stage-in source strata:/no/such/data: no such file or directory") {
 		t.Errorf("registry: %+v", b)
 	}
+	checkGone(t, e, id, []string{"n1", "n2"})
 	checkIdle(t, e)
 }
 
