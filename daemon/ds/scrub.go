@@ -23,7 +23,9 @@ import (
 // pass starts every Config.ScrubInterval (the first one interval after
 // start) and when the MDS asks (rpc.DScrubStart, `strata admin scrub
 // start`); a request during a pass is remembered and starts another pass
-// after it. It reads at most Config.ScrubRate bytes a second, a chunk of
+// after it. The MDS may also ask for a check of given components only (a
+// client read a corrupt block in them): those are checked before the next
+// pass. It reads at most Config.ScrubRate bytes a second, a chunk of
 // scrubChunk bytes at a time under the component's shared range lock, so
 // a write waits for at most one chunk. Its reads are not counted in the
 // load the heartbeat reports.
@@ -41,9 +43,11 @@ const scrubChunk = 1 << 20
 type scrubber struct {
 	s      *Server
 	bucket *qos.Bucket
-	start  chan struct{} // buffered 1: a pass was asked for
+	start  chan struct{} // buffered 1: a pass or a check was asked for
 
 	mu        sync.Mutex
+	full      bool                     // a pass was asked for
+	check     map[rpc.ComponentID]bool // components to check before it
 	running   bool
 	passes    uint64
 	comps     uint64
@@ -67,8 +71,20 @@ func newScrubber(s *Server) *scrubber {
 	}
 }
 
-// ask starts a pass now, or after the one running.
-func (sc *scrubber) ask() {
+// ask starts a pass now, or after the one running; with ids, a check of
+// those components only.
+func (sc *scrubber) ask(ids []rpc.ComponentID) {
+	sc.mu.Lock()
+	if len(ids) == 0 {
+		sc.full = true
+	}
+	for _, id := range ids {
+		if sc.check == nil {
+			sc.check = map[rpc.ComponentID]bool{}
+		}
+		sc.check[id] = true
+	}
+	sc.mu.Unlock()
 	select {
 	case sc.start <- struct{}{}:
 	default:
@@ -89,8 +105,21 @@ func (sc *scrubber) loop(ctx context.Context) {
 			return
 		case <-sc.start:
 		case <-tick:
+			sc.mu.Lock()
+			sc.full = true
+			sc.mu.Unlock()
 		}
-		sc.pass(ctx)
+		sc.mu.Lock()
+		check := sc.check
+		full := sc.full
+		sc.check, sc.full = nil, false
+		sc.mu.Unlock()
+		for id := range check {
+			sc.one(ctx, id)
+		}
+		if full {
+			sc.pass(ctx)
+		}
 	}
 }
 
@@ -116,30 +145,8 @@ func (sc *scrubber) pass(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		bad, n, err := s.store.scrub(ctx, id, sc.bucket)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Warn("scrub_component_failed", "inode", id.Ino, "gen", id.Gen, "col", id.Col, "err", err)
-			}
-			continue
-		}
-		sc.mu.Lock()
-		sc.comps++
-		sc.bytes += n
-		sc.badBlocks += uint64(len(bad))
-		was := sc.bad[id]
-		sc.mu.Unlock()
-		switch {
-		case len(bad) > 0:
+		if sc.one(ctx, id) {
 			found++
-			s.log.Error("scrub_bad_blocks", "inode", id.Ino, "gen", id.Gen, "col", id.Col, "blocks", bad)
-			if sc.report(ctx, &rpc.ScrubReportReq{ID: id, Blocks: bad}) {
-				sc.setBad(id, true)
-			}
-		case was:
-			if sc.report(ctx, &rpc.ScrubReportReq{ID: id, Clean: true}) {
-				sc.setBad(id, false)
-			}
 		}
 	}
 	sc.mu.Lock()
@@ -148,6 +155,37 @@ func (sc *scrubber) pass(ctx context.Context) {
 	comps, bytes := sc.comps, sc.bytes
 	sc.mu.Unlock()
 	s.log.Info("scrub_pass_done", "components", comps, "bytes", bytes, "bad_components", found)
+}
+
+// one scrubs component id, counts it in the pass and reports what it
+// found; it reports whether the component has bad blocks.
+func (sc *scrubber) one(ctx context.Context, id rpc.ComponentID) bool {
+	s := sc.s
+	bad, n, err := s.store.scrub(ctx, id, sc.bucket)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("scrub_component_failed", "inode", id.Ino, "gen", id.Gen, "col", id.Col, "err", err)
+		}
+		return false
+	}
+	sc.mu.Lock()
+	sc.comps++
+	sc.bytes += n
+	sc.badBlocks += uint64(len(bad))
+	was := sc.bad[id]
+	sc.mu.Unlock()
+	switch {
+	case len(bad) > 0:
+		s.log.Error("scrub_bad_blocks", "inode", id.Ino, "gen", id.Gen, "col", id.Col, "blocks", bad)
+		if sc.report(ctx, &rpc.ScrubReportReq{ID: id, Blocks: bad, BlockSize: uint32(s.cfg.BlockSize)}) {
+			sc.setBad(id, true)
+		}
+	case was:
+		if sc.report(ctx, &rpc.ScrubReportReq{ID: id, Clean: true}) {
+			sc.setBad(id, false)
+		}
+	}
+	return len(bad) > 0
 }
 
 func (sc *scrubber) setBad(id rpc.ComponentID, bad bool) {
@@ -223,7 +261,7 @@ func (s *Server) handleScrubStart(_ context.Context, req *rpc.ScrubStartReq) (*r
 	if err := req.Cap.Verify(s.secret, s.clock(), 0, 0, capability.OpAdmin); err != nil {
 		return nil, rpc.Errorf(syscall.EACCES, "ds: scrub start: "+err.Error())
 	}
-	s.scrub.ask()
+	s.scrub.ask(req.Comps)
 	st := s.scrub.status()
 	st.State = "running"
 	return st, nil

@@ -110,7 +110,7 @@ func TestScrub(t *testing.T) {
 		t.Errorf("after pass 1: %+v, want 2 components, %d bytes, 1 bad block", st, len(data)+5000)
 	}
 	reps := mds.got()
-	if len(reps) != 1 || reps[0].ID != a || !slices.Equal(reps[0].Blocks, []uint64{1}) || reps[0].Clean || reps[0].DS != "ds1" {
+	if len(reps) != 1 || reps[0].ID != a || !slices.Equal(reps[0].Blocks, []uint64{1}) || reps[0].Clean || reps[0].DS != "ds1" || reps[0].BlockSize != 4096 {
 		t.Fatalf("reports after pass 1: %+v, want block 1 of %v", reps, a)
 	}
 	if _, err := h.read(a, 4096, 10); !errors.Is(err, syscall.EIO) {
@@ -124,6 +124,25 @@ func TestScrub(t *testing.T) {
 	}
 	if got := h.mustRead(a, 0, uint64(len(data))); !bytes.Equal(got, data) {
 		t.Fatal("component differs after the rewrite")
+	}
+	// A check of one component (a client read a bad block in it) reports
+	// it without a pass.
+	flipFileBit(t, h.s.ComponentPath(b), 4100) // block 1
+	if err := h.c.Call(context.Background(), h.s.Addr(), rpc.DScrubStart, &rpc.ScrubStartReq{Cap: h.admin(), Comps: []rpc.ComponentID{b}}, &st); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for len(mds.got()) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no report of the checked component: %+v", mds.got())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := mds.got()[2]; r.ID != b || !slices.Equal(r.Blocks, []uint64{1}) {
+		t.Fatalf("check of %v reported %+v", b, r)
+	}
+	if err := h.c.Call(context.Background(), h.s.Addr(), rpc.DScrubStatus, &rpc.Empty{}, &st); err != nil || st.Passes != 2 {
+		t.Fatalf("a check counted as a pass: %+v %v", st, err)
 	}
 }
 

@@ -57,7 +57,7 @@ const (
 	cmdRepairForget cmdType = 26                // repairForgetCmd
 	cmdDrain        cmdType = 27                // drainCmd
 	cmdStrayPurge   cmdType = 28                // strayPurgeCmd
-	cmdLost         cmdType = 29 | cmdIgnorable // lostCmd: a report only, an old binary may skip it
+	cmdDamaged      cmdType = 29 | cmdIgnorable // damagedCmd: scrub's findings, an old binary may skip them
 )
 
 // errUnknownCommand is wrapped when a log entry has a type this binary does

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/layout"
 	"github.com/strata-hpc/strata/qos"
 )
 
@@ -23,7 +24,9 @@ import (
 //     it has been down for RebuildDelay;
 //   - components whose data server has been down for RebuildDelay;
 //   - components on a draining data server (drain.go), copied from it;
-//   - components with a rebuild intent left by an earlier leader.
+//   - components with a rebuild intent left by an earlier leader;
+//   - blocks scrub found corrupt in a component of a mirror or rs file:
+//     only those blocks are rewritten, in place (rebuild_blocks.go).
 //
 // It scans the FSM when something changed (a stale mark, a drain, a kick)
 // and at least every rebuildScanEvery heartbeat intervals, and runs at most
@@ -81,6 +84,7 @@ type task struct {
 	copied uint64
 	retry  time.Time // not before
 	fails  int
+	found  int64 // reason "scrub": the damage record being repaired (its Found)
 }
 
 func newRebuilder(s *Server) *rebuilder {
@@ -190,6 +194,8 @@ func (rb *rebuilder) resign() {
 // reasonRank orders tasks: redundancy already lost first, then moves.
 func reasonRank(reason string) int {
 	switch reason {
+	case "scrub":
+		return 1
 	case "drain":
 		return 2
 	case "down", "resume":
@@ -228,9 +234,18 @@ func (s *Server) scanRebuilds() {
 		}
 		plan[k] = &task{key: k, gen: in.Gen, from: n.Layout.Targets[k.Comp], reason: "resume"}
 	}
-	for k := range rep.lost {
-		if n := st.get(k.Ino); n == nil || !n.isFile() || n.Layout.Generation != k.Gen {
+	for k, d := range rep.damaged {
+		n := st.get(k.Ino)
+		if n == nil || !n.isFile() || n.Layout.Generation != k.Gen {
 			forget = append(forget, k.Ino)
+			continue
+		}
+		key := compKey{Ino: k.Ino, Comp: k.Col}
+		if n.Layout.Scheme.Kind == layout.KindNone || int(k.Col) >= len(n.Layout.Targets) || n.Layout.Targets[k.Col] != d.DS || st.staleOf(n).has(k.Col) {
+			continue // nothing to repair from, or a rebuild rewrites it whole
+		}
+		if _, ok := plan[key]; !ok {
+			plan[key] = &task{key: key, gen: k.Gen, from: d.DS, reason: "scrub", size: uint64(len(d.Blocks)) * uint64(d.BlockSize), found: d.Found}
 		}
 	}
 	if len(rep.stale) > 0 || len(rep.draining) > 0 || len(longDown) > 0 {
@@ -244,11 +259,7 @@ func (s *Server) scanRebuilds() {
 				reason := ""
 				switch {
 				case stale.has(k.Comp):
-					i := slices.IndexFunc(stale.Comps, func(c staleComp) bool { return c.Comp == k.Comp })
-					reason = stale.Comps[i].Reason
-					if reason != "scrub" {
-						reason = "stale"
-					}
+					reason = "stale"
 				case longDown[id]:
 					reason = "down"
 				case rep.draining[id]:
@@ -280,6 +291,9 @@ func (s *Server) scanRebuilds() {
 		if !ok {
 			delete(rb.tasks, k)
 			continue
+		}
+		if p.reason != t.reason || p.found != t.found {
+			continue // another job for the component: start afresh
 		}
 		p.state, p.detail, p.retry, p.fails, p.to = t.state, t.detail, t.retry, t.fails, t.to
 		if p.size == 0 {
@@ -513,6 +527,20 @@ func joinPath(parts []string) string {
 			out += "/"
 		}
 		out += p
+	}
+	return out
+}
+
+// blockedRepairs returns the components whose damaged blocks cannot be
+// repaired now (too little redundancy left).
+func (rb *rebuilder) blockedRepairs() map[compKey]bool {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	out := map[compKey]bool{}
+	for k, t := range rb.tasks {
+		if t.reason == "scrub" && t.state == "blocked" {
+			out[k] = true
+		}
 	}
 	return out
 }

@@ -64,6 +64,7 @@ type fileSnap struct {
 	addrs     map[string]string // data server id -> address
 	nodes     map[string]string // data server id -> node
 	strays    map[string]bool   // data servers holding a stray of this component
+	damaged   *damagedRecord    // blocks of the component that fail their checksum
 }
 
 // snapFile reads task t's file; ok is false if the component is no longer
@@ -84,6 +85,9 @@ func (s *Server) snapFile(t *task) (fileSnap, bool) {
 	for id, d := range st.ds {
 		fs.addrs[id], fs.nodes[id] = d.Addr, st.nodeOf(id)
 	}
+	if d, ok := st.rep.damaged[damagedKey{Ino: t.key.Ino, Gen: t.gen, Col: t.key.Comp}]; ok && d.DS == t.from {
+		fs.damaged = &d
+	}
 	for k := range st.rep.strays {
 		if k.Ino == t.key.Ino && k.Gen == t.gen && k.Col == t.key.Comp {
 			fs.strays[k.DS] = true
@@ -100,12 +104,13 @@ type sources struct {
 }
 
 // planSources picks the sources of component comp, or returns nil and why
-// there are none.
+// there are none. The component itself is one if it is good: not stale, up,
+// no damaged blocks.
 func planSources(fs fileSnap, comp int, views map[string]dsView) (*sources, string) {
 	l := fs.l
 	ok := func(c int) bool { return !fs.stale[uint32(c)] && views[l.Targets[c]].up }
 	src := &sources{}
-	if ok(comp) {
+	if ok(comp) && fs.damaged == nil {
 		src.copies = append(src.copies, comp)
 	}
 	switch l.Scheme.Kind {
@@ -187,6 +192,9 @@ func (s *Server) leads(term uint64) bool {
 // commit and swap. Its outcome is done, gone (nothing to do), waiting or
 // blocked; an error is a failed attempt.
 func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome, error) {
+	if t.reason == "scrub" {
+		return s.repairBlocks(ctx, t, term)
+	}
 	fs, ok := s.snapFile(t)
 	if !ok {
 		return outcome{state: "gone"}, nil

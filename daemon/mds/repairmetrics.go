@@ -4,15 +4,18 @@ import (
 	"bufio"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/strata-hpc/strata/layout"
 )
 
 // repairMetrics counts what failure handling did since this server started.
 type repairMetrics struct {
-	stale         atomic.Uint64 // components marked stale by LAYOUTERROR
-	rebuilt       atomic.Uint64 // components rebuilt and swapped in
-	rebuildBytes  atomic.Uint64 // bytes the rebuilds wrote
-	rebuildYields atomic.Uint64 // pauses for foreground load
-	scrubBad      atomic.Uint64 // corrupt blocks reported by scrub
+	stale          atomic.Uint64 // components marked stale by LAYOUTERROR
+	rebuilt        atomic.Uint64 // components rebuilt and swapped in
+	rebuildBytes   atomic.Uint64 // bytes the rebuilds wrote
+	rebuildYields  atomic.Uint64 // pauses for foreground load
+	scrubBad       atomic.Uint64 // corrupt blocks reported by scrub
+	repairedBlocks atomic.Uint64 // corrupt blocks rewritten from redundancy
 }
 
 // writeRepairMetrics writes the failure-handling metrics: counters since
@@ -29,16 +32,22 @@ func (s *Server) writeRepairMetrics(bw *bufio.Writer, family func(name, typ, hel
 	fmt.Fprintf(bw, "strata_mds_rebuild_yields_total %d\n", s.rmet.rebuildYields.Load())
 	family("strata_mds_scrub_bad_blocks_total", "counter", "Blocks failing their checksum reported by data server scrubs.")
 	fmt.Fprintf(bw, "strata_mds_scrub_bad_blocks_total %d\n", s.rmet.scrubBad.Load())
+	family("strata_mds_repaired_blocks_total", "counter", "Corrupt blocks rewritten from redundancy.")
+	fmt.Fprintf(bw, "strata_mds_repaired_blocks_total %d\n", s.rmet.repairedBlocks.Load())
 
 	s.fsm.mu.RLock()
-	var stale, lostBlocks int
+	var stale, lostComps, lostBlocks, damagedBlocks int
 	for _, e := range s.fsm.st.rep.stale {
 		stale += len(e.Comps)
 	}
-	for _, l := range s.fsm.st.rep.lost {
-		lostBlocks += len(l.Blocks)
+	for _, d := range s.fsm.st.rep.damaged {
+		damagedBlocks += len(d.Blocks)
+		if n := s.fsm.st.get(d.Ino); n != nil && n.isFile() && n.Layout.Scheme.Kind == layout.KindNone {
+			lostComps++
+			lostBlocks += len(d.Blocks)
+		}
 	}
-	draining, strays, lost := len(s.fsm.st.rep.draining), len(s.fsm.st.rep.strays), len(s.fsm.st.rep.lost)
+	draining, strays := len(s.fsm.st.rep.draining), len(s.fsm.st.rep.strays)
 	s.fsm.mu.RUnlock()
 	family("strata_mds_stale_components", "gauge", "Components marked stale, waiting to be rebuilt.")
 	fmt.Fprintf(bw, "strata_mds_stale_components %d\n", stale)
@@ -46,9 +55,11 @@ func (s *Server) writeRepairMetrics(bw *bufio.Writer, family func(name, typ, hel
 	fmt.Fprintf(bw, "strata_mds_draining_ds %d\n", draining)
 	family("strata_mds_stray_components", "gauge", "Displaced components waiting to be removed from their data servers.")
 	fmt.Fprintf(bw, "strata_mds_stray_components %d\n", strays)
+	family("strata_mds_damaged_blocks", "gauge", "Blocks failing their checksum found by scrub, not repaired yet.")
+	fmt.Fprintf(bw, "strata_mds_damaged_blocks %d\n", damagedBlocks)
 	family("strata_mds_unrecoverable_components", "gauge", "Components of files without redundancy in which scrub found corrupt blocks.")
-	fmt.Fprintf(bw, "strata_mds_unrecoverable_components %d\n", lost)
-	family("strata_mds_unrecoverable_blocks", "gauge", "Corrupt blocks with no redundancy to repair them from.")
+	fmt.Fprintf(bw, "strata_mds_unrecoverable_components %d\n", lostComps)
+	family("strata_mds_unrecoverable_blocks", "gauge", "Corrupt blocks of files without redundancy: nothing to repair them from.")
 	fmt.Fprintf(bw, "strata_mds_unrecoverable_blocks %d\n", lostBlocks)
 
 	s.rb.mu.Lock()

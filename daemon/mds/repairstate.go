@@ -27,9 +27,11 @@ import (
 //     them is valid: CapabilityTTL after Since.
 //   - draining: data servers that get no new placements and whose
 //     components the rebuild manager moves away.
-//   - lost: components of files without redundancy in which scrub found
-//     corrupt blocks: nothing to repair them from; reads of those blocks
-//     fail with EIO and `strata admin scrub status` lists them.
+//   - damaged: components in which scrub found blocks failing their
+//     checksum. The rebuild manager repairs the blocks of a file with
+//     redundancy in place and drops the record; a file without redundancy
+//     has nothing to repair them from: reads of those blocks fail with EIO
+//     and `strata admin scrub status` lists them as unrecoverable.
 //
 // Copy-on-write: a snapshot shares the maps' values, so every change
 // stores a new value and never modifies one in place.
@@ -38,7 +40,7 @@ type repairState struct {
 	rebuilds map[compKey]rebuildIntent
 	strays   map[strayKey]int64 // -> Since, unix nanoseconds
 	draining map[string]bool
-	lost     map[lostKey]lostRecord
+	damaged  map[damagedKey]damagedRecord
 }
 
 // compKey names one component of a file's current layout.
@@ -92,21 +94,23 @@ type strayKey struct {
 	DS  string
 }
 
-// lostKey names a component of a file's generation.
-type lostKey struct {
+// damagedKey names a component of a file's generation.
+type damagedKey struct {
 	Ino uint64
 	Gen uint64
 	Col uint32
 }
 
-// lostRecord is a component with corrupt blocks and no redundancy.
-type lostRecord struct {
-	Ino    uint64
-	Gen    uint64
-	Col    uint32
-	DS     string
-	Blocks []uint64
-	Found  int64
+// damagedRecord is a component with blocks of BlockSize bytes failing
+// their checksum, found by scrub on data server DS.
+type damagedRecord struct {
+	Ino       uint64
+	Gen       uint64
+	Col       uint32
+	DS        string
+	Blocks    []uint64
+	Found     int64
+	BlockSize uint32
 }
 
 func newRepairState() repairState {
@@ -115,7 +119,7 @@ func newRepairState() repairState {
 		rebuilds: map[compKey]rebuildIntent{},
 		strays:   map[strayKey]int64{},
 		draining: map[string]bool{},
-		lost:     map[lostKey]lostRecord{},
+		damaged:  map[damagedKey]damagedRecord{},
 	}
 }
 
@@ -126,7 +130,7 @@ func (r repairState) clone() repairState {
 		rebuilds: maps.Clone(r.rebuilds),
 		strays:   maps.Clone(r.strays),
 		draining: maps.Clone(r.draining),
-		lost:     maps.Clone(r.lost),
+		damaged:  maps.Clone(r.damaged),
 	}
 }
 
@@ -209,7 +213,7 @@ type rebuildAbortCmd struct {
 }
 
 // repairForgetCmd drops the failure-handling state of files that were
-// removed or given a new generation: their stale marks and lost records
+// removed or given a new generation: their stale marks and damage records
 // go, the targets of their rebuild intents become strays.
 type repairForgetCmd struct {
 	Inos []uint64
@@ -228,11 +232,13 @@ type strayPurgeCmd struct {
 	Keys []strayKey
 }
 
-// lostCmd records what scrub found in a component of a file without
-// redundancy: its corrupt blocks, or with Clear that it is clean again.
-type lostCmd struct {
-	Rec   lostRecord
-	Clear bool
+// damagedCmd records what scrub found in a component: its corrupt blocks,
+// or with Clear that it is clean again (scrub found it so, or the rebuild
+// manager repaired it).
+type damagedCmd struct {
+	Rec     damagedRecord
+	Clear   bool
+	IfFound int64 // with Clear: only if the record is still the one found then (a repair's)
 }
 
 func (st *state) applyStale(c *staleCmd) result {
@@ -339,6 +345,7 @@ func (st *state) applyRebuildDone(c *rebuildDoneCmd) result {
 		return fail(errf(syscall.ESTALE, "component %d of inode %d: no rebuild onto %s in progress", c.Comp, c.Ino, c.To))
 	}
 	delete(st.rep.rebuilds, k)
+	delete(st.rep.damaged, damagedKey{Ino: c.Ino, Gen: c.Gen, Col: c.Comp}) // rewritten whole
 	if c.From != c.To {
 		w := st.w(c.Ino)
 		targets := slices.Clone(w.Layout.Targets)
@@ -391,9 +398,9 @@ func (st *state) applyRepairForget(c *repairForgetCmd) result {
 				st.rep.strays[strayKey{Ino: in.Ino, Gen: in.Gen, Col: in.Comp, DS: in.To}] = c.Now
 			}
 		}
-		for k := range st.rep.lost {
+		for k := range st.rep.damaged {
 			if k.Ino == ino && (!live || k.Gen != gen) {
-				delete(st.rep.lost, k)
+				delete(st.rep.damaged, k)
 			}
 		}
 	}
@@ -419,18 +426,20 @@ func (st *state) applyStrayPurge(c *strayPurgeCmd) result {
 	return result{}
 }
 
-func (st *state) applyLost(c *lostCmd) result {
+func (st *state) applyDamaged(c *damagedCmd) result {
 	r := c.Rec
-	k := lostKey{Ino: r.Ino, Gen: r.Gen, Col: r.Col}
+	k := damagedKey{Ino: r.Ino, Gen: r.Gen, Col: r.Col}
 	if c.Clear {
-		delete(st.rep.lost, k)
+		if old, ok := st.rep.damaged[k]; ok && (c.IfFound == 0 || old.Found == c.IfFound) {
+			delete(st.rep.damaged, k)
+		}
 		return result{}
 	}
 	if _, _, err := st.currentLayout(r.Ino, r.Gen); err != nil {
 		return fail(err)
 	}
 	r.Blocks = slices.Clone(r.Blocks)
-	st.rep.lost[k] = r
+	st.rep.damaged[k] = r
 	return result{}
 }
 
@@ -452,8 +461,8 @@ func (st *state) applyRepair(t cmdType, p any) (result, bool) {
 		return st.applyDrain(p.(*drainCmd)), true
 	case cmdStrayPurge:
 		return st.applyStrayPurge(p.(*strayPurgeCmd)), true
-	case cmdLost:
-		return st.applyLost(p.(*lostCmd)), true
+	case cmdDamaged:
+		return st.applyDamaged(p.(*damagedCmd)), true
 	}
 	return result{}, false
 }
@@ -476,8 +485,8 @@ func newRepairPayload(t cmdType) any {
 		return new(drainCmd)
 	case cmdStrayPurge:
 		return new(strayPurgeCmd)
-	case cmdLost:
-		return new(lostCmd)
+	case cmdDamaged:
+		return new(damagedCmd)
 	}
 	return nil
 }
@@ -485,7 +494,7 @@ func newRepairPayload(t cmdType) any {
 // Snapshot records of the failure-handling state, written after the
 // tiers in this order (snapshot.go): stale entries by inode, rebuild
 // intents by (inode, component), strays by key, draining data servers by
-// id, lost records by key.
+// id, damage records by key.
 
 // drainRecord is one draining data server in a snapshot.
 type drainRecord struct {
@@ -526,13 +535,13 @@ func writeRepair(put func(any) error, r repairState) error {
 			return fmt.Errorf("write snapshot draining %s: %w", id, err)
 		}
 	}
-	lost := slices.SortedFunc(maps.Keys(r.lost), func(a, b lostKey) int {
+	damaged := slices.SortedFunc(maps.Keys(r.damaged), func(a, b damagedKey) int {
 		return cmp.Or(cmp.Compare(a.Ino, b.Ino), cmp.Compare(a.Gen, b.Gen), cmp.Compare(a.Col, b.Col))
 	})
-	for _, k := range lost {
-		rec := r.lost[k]
+	for _, k := range damaged {
+		rec := r.damaged[k]
 		if err := put(&rec); err != nil {
-			return fmt.Errorf("write snapshot lost %d: %w", k.Ino, err)
+			return fmt.Errorf("write snapshot damaged %d: %w", k.Ino, err)
 		}
 	}
 	return nil
@@ -545,7 +554,7 @@ func compareStray(a, b strayKey) int {
 // repairCounts are the record counts of the failure-handling state, as
 // the snapshot header carries them.
 type repairCounts struct {
-	Stale, Rebuilds, Strays, Draining, Lost uint64
+	Stale, Rebuilds, Strays, Draining, Damaged uint64
 }
 
 func (r repairState) counts() repairCounts {
@@ -554,7 +563,7 @@ func (r repairState) counts() repairCounts {
 		Rebuilds: uint64(len(r.rebuilds)),
 		Strays:   uint64(len(r.strays)),
 		Draining: uint64(len(r.draining)),
-		Lost:     uint64(len(r.lost)),
+		Damaged:  uint64(len(r.damaged)),
 	}
 }
 
@@ -589,12 +598,12 @@ func readRepair(get func(any) error, n repairCounts) (repairState, error) {
 		}
 		r.draining[d.ID] = true
 	}
-	for i := uint64(0); i < n.Lost; i++ {
-		var l lostRecord
+	for i := uint64(0); i < n.Damaged; i++ {
+		var l damagedRecord
 		if err := get(&l); err != nil {
-			return r, fmt.Errorf("%w: lost record %d: %w", ErrSnapshot, i, err)
+			return r, fmt.Errorf("%w: damaged record %d: %w", ErrSnapshot, i, err)
 		}
-		r.lost[lostKey{Ino: l.Ino, Gen: l.Gen, Col: l.Col}] = l
+		r.damaged[damagedKey{Ino: l.Ino, Gen: l.Gen, Col: l.Col}] = l
 	}
 	return r, nil
 }

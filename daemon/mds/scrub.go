@@ -1,8 +1,8 @@
 package mds
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -18,20 +18,22 @@ import (
 // Scrub coordination. Every data server scrubs its components in the
 // background on its own schedule (daemon/ds scrub.go); `strata admin scrub
 // start` has the leader start a pass on every data server that is up now
-// (rpc.DScrubStart). A data server reports each component in which it
-// found blocks failing their checksum (rpc.MScrubReport):
+// (rpc.DScrubStart), and a client that read a block failing its checksum
+// (LAYOUTERROR of a read, stale.go) has the leader ask that data server to
+// check that component at once. A data server reports each component in
+// which it found such blocks (rpc.MScrubReport):
 //
 //   - a component the layouts do not use (an orphan or stray waiting to be
 //     collected) is ignored;
-//   - a component of a mirror or rs file is marked stale (reason "scrub"),
-//     and the rebuild manager rewrites it in place from the other
-//     components, which replaces the corrupt blocks;
-//   - a component of a file without redundancy, or one whose file has lost
-//     all the redundancy it had, is recorded as lost (lostCmd): `strata
-//     admin scrub status` lists it and strata_mds_unrecoverable_blocks
-//     counts its blocks. Reads of those blocks keep failing with EIO; the
-//     record goes when a later pass finds the component clean (the blocks
-//     were rewritten) or the file goes.
+//   - otherwise the blocks are recorded (damagedCmd). For a mirror or rs
+//     file the rebuild manager repairs them in place from the other
+//     components (rebuild_blocks.go) and drops the record; `strata admin
+//     scrub status` lists them as being repaired.
+//   - a file without redundancy has nothing to repair them from: the
+//     record stays, `strata admin scrub status` lists it as unrecoverable
+//     and strata_mds_unrecoverable_blocks counts its blocks. Reads of those
+//     blocks keep failing with EIO; the record goes when a later pass finds
+//     the component clean (the blocks were rewritten) or the file goes.
 
 // scrubCallTimeout bounds one scrub start or status call to a data server.
 const scrubCallTimeout = 5 * time.Second
@@ -52,17 +54,15 @@ func (s *Server) scrubFanout(ctx context.Context, method string) (*rpc.ScrubStat
 	views := s.reg.views()
 	s.fsm.mu.RLock()
 	recs := slices.SortedFunc(maps.Values(s.fsm.st.ds), func(a, b dsRecord) int { return strings.Compare(a.ID, b.ID) })
-	lost := slices.Collect(maps.Values(s.fsm.st.rep.lost))
-	var repairing uint32
-	for _, e := range s.fsm.st.rep.stale {
-		for _, c := range e.Comps {
-			if c.Reason == "scrub" {
-				repairing++
-			}
+	damaged := slices.Collect(maps.Values(s.fsm.st.rep.damaged))
+	schemes := make([]layout.Layout, len(damaged))
+	for i, d := range damaged {
+		if n := s.fsm.st.get(d.Ino); n != nil && n.isFile() {
+			schemes[i] = n.Layout
 		}
 	}
 	s.fsm.mu.RUnlock()
-	resp := &rpc.ScrubStatusResp{DataSvrs: make([]rpc.DSScrubStatus, len(recs)), Repairing: repairing}
+	resp := &rpc.ScrubStatusResp{DataSvrs: make([]rpc.DSScrubStatus, len(recs))}
 	var wg sync.WaitGroup
 	for i, d := range recs {
 		resp.DataSvrs[i] = rpc.DSScrubStatus{ID: d.ID, State: "down"}
@@ -90,20 +90,23 @@ func (s *Server) scrubFanout(ctx context.Context, method string) (*rpc.ScrubStat
 		}()
 	}
 	wg.Wait()
-	slices.SortFunc(lost, func(a, b lostRecord) int {
-		if a.Ino != b.Ino {
-			return int(a.Ino - b.Ino)
-		}
-		return int(a.Col) - int(b.Col)
-	})
 	want := map[uint64]bool{}
-	for _, l := range lost {
-		want[l.Ino] = true
+	for _, d := range damaged {
+		want[d.Ino] = true
 	}
 	paths := s.pathsOf(want)
-	for _, l := range lost {
-		resp.Unrecoverable = append(resp.Unrecoverable, rpc.LostBlocks{Ino: l.Ino, Gen: l.Gen, Col: l.Col, DS: l.DS, Blocks: l.Blocks, Found: l.Found, Path: paths[l.Ino]})
+	blocked := s.rb.blockedRepairs()
+	for i, d := range damaged {
+		b := rpc.DamagedBlocks{Ino: d.Ino, Gen: d.Gen, Col: d.Col, DS: d.DS, Blocks: d.Blocks, BlockSize: d.BlockSize, Found: d.Found, Path: paths[d.Ino], Layout: schemes[i].String()}
+		if schemes[i].Scheme.Kind == layout.KindNone || blocked[compKey{Ino: d.Ino, Comp: d.Col}] {
+			resp.Unrecoverable = append(resp.Unrecoverable, b)
+		} else {
+			resp.Repairing = append(resp.Repairing, b)
+		}
 	}
+	byKey := func(a, b rpc.DamagedBlocks) int { return cmp.Or(cmp.Compare(a.Ino, b.Ino), cmp.Compare(a.Col, b.Col)) }
+	slices.SortFunc(resp.Unrecoverable, byKey)
+	slices.SortFunc(resp.Repairing, byKey)
 	return resp, nil
 }
 
@@ -121,44 +124,58 @@ func (s *Server) scrubReport(_ context.Context, r *rpc.ScrubReportReq) (*rpc.Emp
 	}
 	s.fsm.mu.RLock()
 	n := s.fsm.st.get(r.ID.Ino)
-	var l layout.Layout
 	used := n != nil && n.isFile() && n.Layout.Generation == r.ID.Gen && int(r.ID.Col) < len(n.Layout.Targets) && n.Layout.Targets[r.ID.Col] == r.DS
+	var kind layout.Kind
 	if used {
-		l = n.Layout
+		kind = n.Layout.Scheme.Kind
 	}
-	_, known := s.fsm.st.rep.lost[lostKey{Ino: r.ID.Ino, Gen: r.ID.Gen, Col: r.ID.Col}]
+	_, known := s.fsm.st.rep.damaged[damagedKey{Ino: r.ID.Ino, Gen: r.ID.Gen, Col: r.ID.Col}]
 	s.fsm.mu.RUnlock()
-	rec := lostRecord{Ino: r.ID.Ino, Gen: r.ID.Gen, Col: r.ID.Col, DS: r.DS, Blocks: r.Blocks, Found: s.now()}
+	rec := damagedRecord{Ino: r.ID.Ino, Gen: r.ID.Gen, Col: r.ID.Col, DS: r.DS, Blocks: r.Blocks, BlockSize: r.BlockSize, Found: s.now()}
 	switch {
 	case r.Clean:
 		if known {
-			if _, err := s.apply(cmdLost, &lostCmd{Rec: rec, Clear: true}); err != nil {
+			if _, err := s.apply(cmdDamaged, &damagedCmd{Rec: rec, Clear: true}); err != nil {
 				return nil, err
 			}
 		}
 		return &rpc.Empty{}, nil
-	case !used:
+	case !used || len(r.Blocks) == 0:
 		return &rpc.Empty{}, nil // not in any layout: the GC removes it
+	case r.BlockSize == 0:
+		return nil, errf(syscall.EINVAL, "scrub report from %s names blocks without a block size", r.DS)
 	}
 	s.rmet.scrubBad.Add(uint64(len(r.Blocks)))
-	if l.Scheme.Kind != layout.KindNone {
-		_, err := s.apply(cmdStale, &staleCmd{Ino: r.ID.Ino, Gen: r.ID.Gen, Comps: []uint32{r.ID.Col}, DS: []string{r.DS}, Reason: "scrub", Strict: true})
-		if err == nil {
-			s.log.Warn("scrub_marked_stale", "inode", r.ID.Ino, "gen", r.ID.Gen, "col", r.ID.Col, "ds_id", r.DS, "blocks", len(r.Blocks))
-			s.rb.kickNow()
-			return &rpc.Empty{}, nil
-		}
-		var re *rpc.Error
-		if !errors.As(err, &re) || re.ErrnoValue() != syscall.EIO {
-			return nil, err
-		}
-		// Marking it would leave the file unreadable: nothing to repair from.
-	}
-	if _, err := s.apply(cmdLost, &lostCmd{Rec: rec}); err != nil {
+	if _, err := s.apply(cmdDamaged, &damagedCmd{Rec: rec}); err != nil {
 		return nil, err
 	}
-	s.log.Error("scrub_unrecoverable", "inode", r.ID.Ino, "gen", r.ID.Gen, "col", r.ID.Col, "ds_id", r.DS, "blocks", r.Blocks)
+	if kind == layout.KindNone {
+		s.log.Error("scrub_unrecoverable", "inode", r.ID.Ino, "gen", r.ID.Gen, "col", r.ID.Col, "ds_id", r.DS, "blocks", r.Blocks)
+	} else {
+		s.log.Warn("scrub_damaged", "inode", r.ID.Ino, "gen", r.ID.Gen, "col", r.ID.Col, "ds_id", r.DS, "blocks", r.Blocks)
+		s.rb.kickNow()
+	}
 	return &rpc.Empty{}, nil
+}
+
+// checkComponents asks the data servers of the given components to scrub
+// them now (a client read a corrupt block in each).
+func (s *Server) checkComponents(ctx context.Context, ino, gen uint64, comps []uint32, ds []string) {
+	s.fsm.mu.RLock()
+	addrs := make([]string, len(ds))
+	for i, id := range ds {
+		addrs[i] = s.fsm.st.ds[id].Addr
+	}
+	s.fsm.mu.RUnlock()
+	for i, c := range comps {
+		cctx, cancel := context.WithTimeout(ctx, scrubCallTimeout)
+		req := &rpc.ScrubStartReq{Cap: s.scrubToken(), Comps: []rpc.ComponentID{{Ino: ino, Gen: gen, Col: c}}}
+		err := s.dsc.Call(cctx, addrs[i], rpc.DScrubStart, req, &rpc.DSScrubStatus{})
+		cancel()
+		if err != nil {
+			s.log.Warn("scrub_check_failed", "inode", ino, "col", c, "ds_id", ds[i], "err", err)
+		}
+	}
 }
 
 // registerRepair serves the failure-handling methods on m.

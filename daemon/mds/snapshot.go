@@ -41,7 +41,7 @@ type snapHeader struct {
 	MDSAddrs    uint64
 	Tiers       uint64 // appended later: an older snapshot decodes with none
 	// Appended later, the failure-handling records (repairstate.go).
-	Stale, Rebuilds, Strays, Draining, Lost uint64
+	Stale, Rebuilds, Strays, Draining, Damaged uint64
 }
 
 // mdsAddrRecord is one MDS replica's RPC address in a snapshot.
@@ -82,7 +82,7 @@ func writeSnapshot(w io.Writer, v snapshotView) error {
 	h.MDSAddrs = uint64(len(v.mds))
 	h.Tiers = uint64(len(v.tiers))
 	rc := v.rep.counts()
-	h.Stale, h.Rebuilds, h.Strays, h.Draining, h.Lost = rc.Stale, rc.Rebuilds, rc.Strays, rc.Draining, rc.Lost
+	h.Stale, h.Rebuilds, h.Strays, h.Draining, h.Damaged = rc.Stale, rc.Rebuilds, rc.Strays, rc.Draining, rc.Damaged
 	if err := put(&h); err != nil {
 		return fmt.Errorf("write snapshot: %w", err)
 	}
@@ -218,7 +218,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		}
 		st.tiers[r.Rec.Job] = &r.Rec
 	}
-	rep, err := readRepair(get, repairCounts{Stale: h.Stale, Rebuilds: h.Rebuilds, Strays: h.Strays, Draining: h.Draining, Lost: h.Lost})
+	rep, err := readRepair(get, repairCounts{Stale: h.Stale, Rebuilds: h.Rebuilds, Strays: h.Strays, Draining: h.Draining, Damaged: h.Damaged})
 	if err != nil {
 		return nil, err
 	}

@@ -22,10 +22,13 @@ import (
 // set (rpc.LayoutGetResp.Stale), readers read around it and writers skip
 // it. If marking would leave the file unreadable (more than M stale
 // components of an rs:K+M file, every copy of a mirror column) the mark is
-// refused with EIO and the write fails. For a read, only EIO (a block
-// failing its checksum) marks the component stale; an unreachable data
-// server is the heartbeat's business (rebuild.go, RebuildDelay). A file
-// without redundancy has nothing to mark: its failed writes fail.
+// refused with EIO and the write fails. A read that found a corrupt block
+// (EIO) marks nothing stale — the rest of the component is good, and the
+// client reads around the block — but has the data server check the
+// component (scrub.go), whose report gets the blocks repaired; an
+// unreachable data server is the heartbeats' business (rebuild.go,
+// RebuildDelay). A file without redundancy has nothing to mark: its
+// failed writes fail.
 //
 // A reader that opened the file before the mark may still read the stale
 // component: it sees the bytes from before the write it raced with, as
@@ -221,26 +224,28 @@ func (st *state) staleList(n *inode) []uint32 {
 	return out
 }
 
-// layoutError serves rpc.MLayoutError: it marks the reported components
-// stale (see the top of this file) and answers with the file's layout.
+// layoutError serves rpc.MLayoutError: it marks the components of failed
+// writes, truncates and commits stale (see the top of this file), has the
+// data servers of components a read found corrupt check them at once
+// (scrub.go), and answers with the file's layout.
 func (s *Server) layoutError(ctx context.Context, r *rpc.LayoutErrorReq) (*rpc.LayoutGetResp, error) {
 	if len(r.Errors) == 0 {
 		return nil, errf(syscall.EINVAL, "layouterror of inode %d reports no error", r.Ino)
 	}
-	var comps []uint32
-	var ds []string
+	var comps, corrupt []uint32
+	var ds, corruptDS []string
 	seen := map[uint32]bool{}
-	strict := false
+	op := ""
 	for _, e := range r.Errors {
-		read := e.Op == "read"
-		if read && syscall.Errno(e.Errno) != syscall.EIO {
-			continue // unreachable: the heartbeats decide
+		if e.Op == "read" {
+			if syscall.Errno(e.Errno) == syscall.EIO {
+				corrupt, corruptDS = append(corrupt, e.Comp), append(corruptDS, e.DS)
+			}
+			continue // an unreachable server is the heartbeats' business
 		}
-		strict = strict || !read
 		if !seen[e.Comp] {
 			seen[e.Comp] = true
-			comps = append(comps, e.Comp)
-			ds = append(ds, e.DS)
+			comps, ds, op = append(comps, e.Comp), append(ds, e.DS), e.Op
 		}
 	}
 	if len(comps) > 0 {
@@ -251,13 +256,15 @@ func (s *Server) layoutError(ctx context.Context, r *rpc.LayoutErrorReq) (*rpc.L
 		if none {
 			return nil, errf(syscall.EIO, "inode %d has no redundancy: a failed component call cannot be routed around", r.Ino)
 		}
-		reason := r.Errors[0].Op
-		if _, err := s.apply(cmdStale, &staleCmd{Ino: r.Ino, Gen: r.Gen, Comps: comps, DS: ds, Reason: reason, Strict: strict}); err != nil {
+		if _, err := s.apply(cmdStale, &staleCmd{Ino: r.Ino, Gen: r.Gen, Comps: comps, DS: ds, Reason: op, Strict: true}); err != nil {
 			return nil, err
 		}
 		s.rmet.stale.Add(uint64(len(comps)))
-		s.log.Warn("components_marked_stale", "inode", r.Ino, "gen", r.Gen, "comps", comps, "ds_ids", ds, "op", reason)
+		s.log.Warn("components_marked_stale", "inode", r.Ino, "gen", r.Gen, "comps", comps, "ds_ids", ds, "op", op)
 		s.rb.kickNow()
+	}
+	if len(corrupt) > 0 {
+		s.checkComponents(ctx, r.Ino, r.Gen, corrupt, corruptDS)
 	}
 	return s.layoutFor(ctx, r.Ino, r.Write, false)
 }

@@ -68,21 +68,24 @@ type LayoutReturnReq struct {
 }
 
 // ScrubReportReq is what a data server's scrubber found in component ID:
-// the blocks failing their checksum, or with Clean set, none any more
-// (sent for a component reported bad before). Cap is an admin capability
-// the data server signs with the cluster secret.
+// the blocks (of BlockSize bytes) failing their checksum, or with Clean
+// set, none any more (sent for a component reported bad before). Cap is an
+// admin capability the data server signs with the cluster secret.
 type ScrubReportReq struct {
-	Cap    capability.Token
-	DS     string
-	ID     ComponentID
-	Blocks []uint64
-	Clean  bool
+	Cap       capability.Token
+	DS        string
+	ID        ComponentID
+	Blocks    []uint64
+	Clean     bool
+	BlockSize uint32
 }
 
-// ScrubStartReq starts a scrub pass on a data server; Cap is an admin
-// capability of the MDS.
+// ScrubStartReq starts a scrub pass on a data server, or with Comps only
+// a check of those components (a client read one of their blocks with a
+// bad checksum); Cap is an admin capability of the MDS.
 type ScrubStartReq struct {
-	Cap capability.Token
+	Cap   capability.Token
+	Comps []ComponentID
 }
 
 // DSScrubStatus is one data server's scrub progress.
@@ -98,24 +101,28 @@ type DSScrubStatus struct {
 	Rate       uint64 // bytes per second the scrubber is limited to
 }
 
-// LostBlocks is a component of a file without redundancy (scheme none)
-// with blocks that fail their checksum: nothing to repair from. Reads of
-// those blocks fail with EIO.
-type LostBlocks struct {
-	Ino    uint64
-	Gen    uint64
-	Col    uint32
-	DS     string
-	Blocks []uint64
-	Found  int64 // unix nanoseconds
-	Path   string
+// DamagedBlocks is a component with blocks that fail their checksum, as
+// scrub found them. Reads of those blocks fail with EIO; with redundancy
+// the MDS repairs them, without (scheme none) they are lost.
+type DamagedBlocks struct {
+	Ino       uint64
+	Gen       uint64
+	Col       uint32
+	DS        string
+	Blocks    []uint64
+	BlockSize uint32
+	Found     int64 // unix nanoseconds
+	Path      string
+	Layout    string
 }
 
-// ScrubStatusResp answers MScrubStart and MScrubStatus.
+// ScrubStatusResp answers MScrubStart and MScrubStatus. Unrecoverable
+// lists the damaged components of files without redundancy (and of files
+// that lost too much of it), Repairing those the MDS is repairing.
 type ScrubStatusResp struct {
 	DataSvrs      []DSScrubStatus
-	Unrecoverable []LostBlocks
-	Repairing     uint32 // components marked stale by scrub, not yet rebuilt
+	Unrecoverable []DamagedBlocks
+	Repairing     []DamagedBlocks
 }
 
 // RebuildTask is one component the rebuild manager recreates or moves.
