@@ -18,9 +18,11 @@ const reportTimeout = 3 * time.Second
 // statsEvery is how often a tier's changed counters go to the registry.
 const statsEvery = time.Second
 
-// reporter sends one tier's reports to the global MDS's tier registry.
-// Reports are best effort: a failure is logged, the tier goes on. Counters
-// are sent at most every statsEvery by a goroutine the server owns.
+// reporter sends one tier's reports to the global MDS's tier registry, in
+// order, from a goroutine the server owns, so that a global MDS that does
+// not answer never holds up a prolog or a drain. Reports are best effort:
+// a failure is logged, the tier goes on. Counters are sent at most every
+// statsEvery; close sends what is queued before it returns.
 type reporter struct {
 	c      *client.Client
 	secret []byte
@@ -28,6 +30,7 @@ type reporter struct {
 	log    *slog.Logger
 
 	mu    sync.Mutex
+	queue []rpc.TierPutReq
 	stats *rpc.TierNodeStats // to send, nil when sent
 	kick  chan struct{}
 	stop  chan struct{}
@@ -48,8 +51,23 @@ func (s *Server) newReporter(job uint32) *reporter {
 	return r
 }
 
-// put sends one report now.
+// put queues one report.
 func (r *reporter) put(req rpc.TierPutReq) {
+	r.mu.Lock()
+	r.queue = append(r.queue, req)
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *reporter) poke() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// send sends one report now.
+func (r *reporter) send(req rpc.TierPutReq) {
 	req.Job = r.job
 	req.Cap = capability.Token{Ops: capability.OpAdmin, Job: "tier-agent", Expiry: time.Now().Add(time.Minute).UnixNano()}
 	req.Cap.Sign(r.secret)
@@ -65,20 +83,20 @@ func (r *reporter) statsLater(st rpc.TierNodeStats) {
 	r.mu.Lock()
 	r.stats = &st
 	r.mu.Unlock()
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
+	r.poke()
 }
 
-// flush sends queued counters now.
+// flush sends the queued reports, then the queued counters.
 func (r *reporter) flush() {
 	r.mu.Lock()
-	st := r.stats
-	r.stats = nil
+	q, st := r.queue, r.stats
+	r.queue, r.stats = nil, nil
 	r.mu.Unlock()
+	for _, req := range q {
+		r.send(req)
+	}
 	if st != nil {
-		r.put(rpc.TierPutReq{Stats: *st})
+		r.send(rpc.TierPutReq{Stats: *st})
 	}
 }
 

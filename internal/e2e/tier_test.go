@@ -47,12 +47,26 @@ func TestTier(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	t.Run("MalformedSpec", func(t *testing.T) { testMalformed(t, e) })
 	t.Run("ThreeNodes", func(t *testing.T) { testThreeNodes(t, e) })
 	t.Run("StageIn", func(t *testing.T) { testStageIn(t, e) })
 	t.Run("MissingSource", func(t *testing.T) { testMissingSource(t, e) })
 	t.Run("AgentRestart", func(t *testing.T) { testAgentRestart(t, e) })
 	t.Run("DataServerKilled", func(t *testing.T) { testDSKilled(t, e) })
 	t.Run("SrunSalloc", func(t *testing.T) { testSrunSalloc(t, e) })
+}
+
+// (0) a malformed --storage-tier makes sbatch fail with the grammar's
+// message; nothing is queued, no agent is asked.
+func testMalformed(t *testing.T, e *tiertest.Env) {
+	_, err := e.Sbatch("-N2", "--storage-tier=capacity=1G,drain=ckpt/*", "--wrap", "true")
+	want := `sbatch: error: storage-tier: item "drain=ckpt/*": want drain=GLOB:DEST, e.g. drain=ckpt/*:strata:/proj/run42`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("sbatch with a malformed spec: %v\nwant %s", err, want)
+	}
+	if out, err := e.Run("squeue", "-h", "-t", "all"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("squeue -t all after the refused submission: %q (%v)", out, err)
+	}
 }
 
 // (1) sbatch -N3: every node writes into the tier and reads what the
