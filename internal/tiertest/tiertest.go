@@ -42,6 +42,8 @@ type Options struct {
 	AgentArgs string
 	// SpankArgs are more plugstack.conf arguments.
 	SpankArgs string
+	// Mode is the devcluster's mode: "" (auto), "netns" or "multi".
+	Mode string
 }
 
 // Start starts Slurm with Strata for the test and registers their
@@ -51,7 +53,7 @@ func Start(tb testing.TB, o Options) *Env {
 	if o.Nodes == 0 {
 		o.Nodes = 4
 	}
-	c := slurmtest.Start(tb, slurmtest.Options{Nodes: o.Nodes, SpankArgs: o.SpankArgs})
+	c := slurmtest.Start(tb, slurmtest.Options{Nodes: o.Nodes, SpankArgs: o.SpankArgs, Mode: o.Mode})
 	e := &Env{Cluster: c, tb: tb, root: slurmtest.RepoRoot(tb)}
 	tb.Cleanup(e.down) // runs before the cluster's own teardown
 	cmd := exec.Command(filepath.Join(e.root, "contrib", "devcluster", "strata-up.sh"))
