@@ -28,7 +28,7 @@ type readahead struct {
 
 	mu     sync.Mutex
 	next   int64             // where a sequential reader reads next
-	seq    int               // reads in a row that went forward
+	seq    int               // reads in a row that went forward; two start read-ahead
 	blocks map[int64]*raData // by block index
 	wg     sync.WaitGroup    // background reads
 }
@@ -78,7 +78,7 @@ func (ra *readahead) read(f *client.File, dest []byte, off int64) ([]byte, error
 		}
 		have = append(have, b)
 	}
-	if ra.seq >= 1 {
+	if ra.seq >= 2 {
 		ra.startLocked(f, last+1, last+raDepth)
 	}
 	ra.mu.Unlock()
