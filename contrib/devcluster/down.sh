@@ -14,6 +14,7 @@ DIR=${STRATA_DEVCLUSTER_DIR:-/tmp/strata-devcluster}
 export SLURM_CONF=$DIR/etc/slurm.conf
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 [ -d "$DIR" ] || exit 0
+[ -x "$(dirname "$0")/strata-down.sh" ] && "$(dirname "$0")/strata-down.sh" >/dev/null 2>&1   # what strata-up.sh started
 
 alive() {  # alive PID: exists and is not a zombie (kill -0 succeeds on zombies)
 	local line s

@@ -243,3 +243,4 @@ export SLURMRESTD_SOCKET=$DIR/run/rest/slurmrestd.sock
 export STRATA_AGENT_SOCKET='$AGENT_SOCKET'
 ENV
 say "ready: source $DIR/env.sh"
+if [ "${STRATA_DEVCLUSTER_AGENTS:-0}" = 1 ]; then "$HERE/strata-up.sh"; fi   # Strata: global namespace and an agent per node
