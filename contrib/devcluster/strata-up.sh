@@ -85,7 +85,7 @@ start_agent() {  # start_agent NODE: (re)start a node's agent in its namespaces
 	mkdir -p "$S/agent/$n" "$S/nvme/$n"
 	# shellcheck disable=SC2086
 	setsid nsenter "${ns[@]}" "$STRATA" agent --node "$n" --socket "${SOCKET//%n/$n}" \
-		--state-dir "$S/agent/$n" --nvme-dir "$S/nvme/$n" --global-mds "$(cat "$S/mds.addr")" \
+		--state-dir "$S/agent/$n" --nvme-dir "$S/nvme/$n" --hints-dir "$S/hints/$n" --global-mds "$(cat "$S/mds.addr")" \
 		--secret-file "$S/mds/secret" --addr "$addr" --node-addrs "${addrs%,}" \
 		--mount-prefix "$DIR/mnt" --port-base "$(cat "$S/port.base")" --port-slots 100 \
 		--default-capacity 4G ${STRATA_AGENT_ARGS:-} \

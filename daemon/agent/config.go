@@ -17,6 +17,7 @@ type Config struct {
 	Socket   string // the root-only socket the SPANK plugin calls
 	Node     string // this node's Slurm name
 	StateDir string // per-job state files, logs, the tier MDS's data
+	HintsDir string // ROMIO hints files of the tiers (world-readable)
 	NVMeDir  string // node-local storage; the tier DS of job J stores under NVMeDir/job-J
 
 	GlobalMDS string // the global namespace's MDS address(es), comma separated
@@ -62,6 +63,7 @@ func DefaultConfig() Config {
 	return Config{
 		Socket:        "/run/strata/agent.sock",
 		StateDir:      "/var/lib/strata/agent",
+		HintsDir:      "/run/strata-hints",
 		NVMeDir:       "/var/lib/strata/nvme",
 		Tier:          jobtier.Options{DefaultMount: "/mnt/strata-tier/%j"},
 		PortBase:      24000,
@@ -88,6 +90,7 @@ func (c Config) withDefaults() Config {
 	}
 	set(&c.Socket, d.Socket)
 	set(&c.StateDir, d.StateDir)
+	set(&c.HintsDir, d.HintsDir)
 	set(&c.NVMeDir, d.NVMeDir)
 	set(&c.Tier.DefaultMount, d.Tier.DefaultMount)
 	for _, p := range []struct {
@@ -132,8 +135,8 @@ func (c Config) Validate() error {
 		return bad("secret must be %d bytes, got %d", capability.SecretSize, len(c.Secret))
 	case c.Strata == "" || !filepath.IsAbs(c.Strata):
 		return bad("strata binary %q: want an absolute path", c.Strata)
-	case !filepath.IsAbs(c.Socket) || !filepath.IsAbs(c.StateDir) || !filepath.IsAbs(c.NVMeDir):
-		return bad("socket, state dir and NVMe dir must be absolute paths")
+	case !filepath.IsAbs(c.Socket) || !filepath.IsAbs(c.StateDir) || !filepath.IsAbs(c.NVMeDir) || !filepath.IsAbs(c.HintsDir):
+		return bad("socket, state, hints and NVMe directories must be absolute paths")
 	case c.PortBase < 1024 || c.PortSlots < 1 || c.PortBase+2*c.PortSlots > 65535:
 		return bad("ports %d + 2 x %d slots do not fit in 1024-65535", c.PortBase, c.PortSlots)
 	case c.DrainRate < 0, c.DrainWorkers < 1, c.StageWorkers < 1, c.Retries < 1, c.StageChunk < 1<<20:

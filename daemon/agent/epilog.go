@@ -117,7 +117,7 @@ func (s *Server) teardown(t *tier) error {
 	}
 	stopProc(t.proc("ds"), m, 3*time.Second)
 	stopProc(t.proc("mds"), m, 3*time.Second)
-	for _, d := range []string{t.data, t.jobDir} {
+	for _, d := range []string{t.data, t.jobDir, s.hintsPath(t.st.Job)} {
 		if err := os.RemoveAll(d); err != nil {
 			errs = append(errs, err)
 		}
@@ -154,7 +154,7 @@ func (s *Server) cleanupUnknown(req jobtier.HookRequest) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, d := range []string{t.data, t.jobDir} {
+	for _, d := range []string{t.data, t.jobDir, s.hintsPath(req.JobID)} {
 		if err := os.RemoveAll(d); err != nil {
 			errs = append(errs, err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/jobtier"
 	"github.com/strata-hpc/strata/layout"
+	"github.com/strata-hpc/strata/mpiio"
 )
 
 // tierXattr is set on a tier's root by the first node once the root
@@ -180,6 +181,9 @@ func (s *Server) assemble(ctx context.Context, t *tier) error {
 		}
 	}
 	if err := s.mountTier(rctx, t, tc); err != nil {
+		return err
+	}
+	if err := s.writeHints(t); err != nil {
 		return err
 	}
 	if len(t.spec.StageIn) > 0 {
@@ -357,6 +361,30 @@ func (s *Server) mountTier(ctx context.Context, t *tier, tc *client.Client) erro
 		return fmt.Errorf("mount %s: %w", dir, err)
 	}
 	return nil
+}
+
+// hintsPath is where the ROMIO hints file of job's tier is.
+func (s *Server) hintsPath(job uint32) string {
+	return filepath.Join(s.cfg.HintsDir, strconv.FormatUint(uint64(job), 10)+".romio")
+}
+
+// writeHints writes a ROMIO hints file tuned for the tier's layout (the
+// plugin exports it as ROMIO_HINTS), readable by everyone: it holds no
+// secret, and the job's user must read it.
+func (s *Server) writeHints(t *tier) error {
+	unit := t.spec.Unit
+	if unit == 0 {
+		unit = s.cfg.DefaultUnit
+	}
+	pol := layout.Policy{Width: len(t.st.Nodes), Unit: unit, Scheme: layout.Scheme{Kind: layout.KindNone}, HasScheme: true}
+	if err := os.MkdirAll(s.cfg.HintsDir, 0o755); err != nil {
+		return err
+	}
+	p := s.hintsPath(t.st.Job)
+	if err := os.WriteFile(p, []byte(mpiio.ROMIOHintsFile(pol, len(t.st.Nodes))), 0o644); err != nil {
+		return fmt.Errorf("romio hints: %w", err)
+	}
+	return os.Chmod(p, 0o644)
 }
 
 // errnoText is the user-facing text of an errno in err ("no such file or

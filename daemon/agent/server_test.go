@@ -24,6 +24,7 @@ func startAgent(t *testing.T) (*Server, Config) {
 	cfg.Strata = "/bin/false"
 	cfg.Socket = filepath.Join(dir, "run", "agent.sock")
 	cfg.StateDir, cfg.NVMeDir = filepath.Join(dir, "state"), filepath.Join(dir, "nvme")
+	cfg.HintsDir = filepath.Join(dir, "hints")
 	cfg.Tier.DefaultMount = filepath.Join(dir, "mnt", "%j")
 	s, err := New(cfg, Deps{})
 	if err != nil {
@@ -124,6 +125,7 @@ func TestAdoptFailsCutProlog(t *testing.T) {
 	cfg.Strata = "/bin/false"
 	cfg.Socket = filepath.Join(dir, "agent.sock")
 	cfg.StateDir, cfg.NVMeDir = filepath.Join(dir, "state"), filepath.Join(dir, "nvme")
+	cfg.HintsDir = filepath.Join(dir, "hints")
 	s, err := New(cfg, Deps{})
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,7 @@ func testThreeNodes(t *testing.T, e *tiertest.Env) {
 	script := writeOut(t, e, "three.sh", []byte(`#!/bin/sh
 set -e
 O=`+outDir(e)+`
+grep -q '^striping_factor 3$' "$ROMIO_HINTS" && echo "ROMIO hints for 3 nodes"
 srun -N3 -n3 sh -c 'T=$STRATA_TIER_DIR; mkdir -p $T/ckpt $T/scratch $T/logs
 cp '$O'/data-$SLURMD_NODENAME $T/ckpt/$SLURMD_NODENAME.dat
 echo scratch > $T/scratch/$SLURMD_NODENAME; echo log > $T/logs/$SLURMD_NODENAME.log'
@@ -91,6 +92,9 @@ srun -N3 -n3 sh -c 'for n in n1 n2 n3; do cmp '$O'/data-$n $STRATA_TIER_DIR/ckpt
 	spec := "capacity=1G,drain=ckpt/*:strata:/global/run1,drain=logs/*:strata:/locked/logs"
 	id := submit(t, e, "-N3", "-w", "n[1-3]", "--uid="+nobody, "--gid="+nobody, "--storage-tier="+spec, script)
 	out := waitJob(t, e, id, "COMPLETED")
+	if !strings.Contains(out, "ROMIO hints for 3 nodes\n") {
+		t.Errorf("job output lacks the ROMIO hints line:\n%s", out)
+	}
 	for _, n := range []string{"n1", "n2", "n3"} {
 		if !strings.Contains(out, n+" read all\n") {
 			t.Errorf("job output lacks %q:\n%s", n+" read all", out)
