@@ -81,12 +81,14 @@ func (s *Server) Prolog(ctx context.Context, req jobtier.HookRequest) error {
 		capacity = s.cfg.DefaultCapacity
 	}
 	t.spec = spec
+	t.smu.Lock() // status calls read the state concurrently
 	t.st = tierState{
 		Job: req.JobID, UID: req.UID, GID: req.GID, Spec: req.Spec, Nodes: nodes, Index: idx,
 		MountPath: s.cfg.Tier.MountPath(spec, req.JobID), Capacity: capacity, Phase: phaseAssembling,
 		Procs: map[string]procInfo{}, Drains: map[string]*drainRec{}, Created: time.Now(),
 		Stats: rpc.TierNodeStats{Node: s.cfg.Node},
 	}
+	t.smu.Unlock()
 	t.rep = s.newReporter(req.JobID)
 	if t.st.first() {
 		t.rep.put(rpc.TierPutReq{State: rpc.TierAssembling, Info: &rpc.TierInfo{
@@ -130,8 +132,11 @@ func (s *Server) assemble(ctx context.Context, t *tier) error {
 	if err != nil {
 		return err
 	}
+	t.smu.Lock()
 	st.MDSAddr, st.RaftAddr = s.tierAddrs(st.Job, host)
-	if err := t.save(); err != nil {
+	err = t.saveLocked()
+	t.smu.Unlock()
+	if err != nil {
 		return err
 	}
 

@@ -222,7 +222,9 @@ func (s *Server) Status(job uint32) jobtier.HookReply {
 	if !t.mounted() {
 		return jobtier.HookReply{Error: fmt.Sprintf("the storage tier of job %d is not mounted on node %s", job, s.cfg.Node)}
 	}
+	t.smu.Lock()
 	r := jobtier.HookReply{OK: true, TierDir: t.st.MountPath}
+	t.smu.Unlock()
 	if _, err := os.Stat(s.hintsPath(job)); err == nil {
 		r.ROMIOHints = s.hintsPath(job)
 	}
