@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/admin"
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/tiertest"
@@ -308,7 +309,19 @@ sleep 6
 	if err := syscall.Kill(st.Procs["ds"].PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2500 * time.Millisecond) // the tier MDS's heartbeat timeout (2 s): it marks the DS down
+	// Wait until the tier's MDS has noticed (heartbeat timeout, 2 s).
+	tc, err := client.New(client.Config{MDS: st.MDSAddr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	deadline := time.Now().Add(15 * time.Second)
+	for !dsDown(tc, "n2") {
+		if time.Now().After(deadline) {
+			t.Fatal("the tier MDS does not see n2's data server down 15 s after it was killed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	writeOut(t, e, "dskill.resume", nil, 0o644)
 	waitJob(t, e, id, "COMPLETED")
 
@@ -384,6 +397,20 @@ func testSrunSalloc(t *testing.T, e *tiertest.Env) {
 }
 
 // ---------- helpers ----------
+
+// dsDown reports whether the MDS c talks to sees data server id down.
+func dsDown(c *client.Client, id string) bool {
+	cl, err := c.Cluster(context.Background())
+	if err != nil {
+		return false
+	}
+	for _, d := range cl.DataSvrs {
+		if d.ID == id {
+			return d.State != "up"
+		}
+	}
+	return false
+}
 
 func outDir(e *tiertest.Env) string { return filepath.Join(e.Dir, "out") }
 

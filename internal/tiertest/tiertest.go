@@ -157,6 +157,7 @@ func processAlive(pid int) bool {
 // tests look at).
 type TierState struct {
 	MountPath string `json:"mount_path"`
+	MDSAddr   string `json:"mds_addr"`
 	Phase     string `json:"phase"`
 	Procs     map[string]struct {
 		PID int `json:"pid"`
