@@ -153,9 +153,12 @@ func TestDegradedRead(t *testing.T) {
 
 // TestDegradedWrite: with a data column of an rs:4+2 file down, a write
 // to the other columns of its rows succeeds (the lost column is rebuilt
-// to re-encode the parity), a write to the lost column fails and is
-// reported; afterwards the file reads right, healthy and with another
-// column down (so the parity written while degraded is right).
+// to re-encode the parity), and so does a write to the lost column: it is
+// reported as a fault and to the MDS (LAYOUTERROR), which marks the
+// component stale. Afterwards the file reads right, healthy and with two
+// more columns down (the stale one is read around); once its server is
+// back the MDS rebuilds the stale component and the file reads right
+// with two others down (so the rebuilt one is right).
 func TestDegradedWrite(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(seed(t), 29))
 	cl := testcluster.Start(t, 6)
@@ -184,14 +187,20 @@ func TestDegradedWrite(t *testing.T) {
 			copy(want[off:], p)
 		}
 		// Column 3 of row 7 is on the stopped server.
-		if _, err := f.WriteAt([]byte("lost"), 7*4*unit+3*unit+5); err == nil {
-			t.Fatal("a write to a stopped data server succeeded")
+		off := int64(7*4*unit + 3*unit + 5)
+		if _, err := f.WriteAt([]byte("lost"), off); err != nil {
+			t.Fatalf("a write to a stopped data server of an rs:4+2 file: %v", err)
 		}
+		copy(want[off:], "lost")
 		if !fs.has("write", 3, rpc.ErrUnavailable) {
 			t.Errorf("the failed write was not reported: %+v", fs.list)
 		}
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
+		}
+		info, err := c.GetLayout(ctx, "/d")
+		if err != nil || len(info.Stale) != 1 || info.Stale[0] != 3 {
+			t.Fatalf("stale components after the failed write: %+v, %v; want [3]", info, err)
 		}
 	})
 	got, err, _ := readWatched(t, ctx, cl, "/d")
@@ -199,25 +208,50 @@ func TestDegradedWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustEqual(t, "healthy after a degraded write", got, want)
-	// Row 7's parity holds the failed write's bytes while column 3 kept
-	// its old ones: column 3 is stale there until the MDS marks it so
-	// (LAYOUTERROR) and rebuilds it, so rows 0-6 only are read degraded.
-	good := int64(7 * 4 * unit)
-	for _, comp := range []int{0, 1, 3} {
+	for _, comp := range []int{0, 1, 4} {
 		stopped(t, ctx, cl, l, []int{comp}, func() {
 			got, err, _ := readWatched(t, ctx, cl, "/d")
 			if err != nil {
 				t.Fatal(err)
 			}
-			mustEqual(t, fmt.Sprintf("component %d down after a degraded write", comp), got[:good], want[:good])
+			mustEqual(t, fmt.Sprintf("component %d down, component 3 stale", comp), got, want)
 		})
+	}
+	waitHealthy(t, ctx, c, "/d")
+	stopped(t, ctx, cl, l, []int{0, 5}, func() {
+		got, err, _ := readWatched(t, ctx, cl, "/d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustEqual(t, "components 0 and 5 down after component 3 was rebuilt", got, want)
+	})
+}
+
+// waitHealthy waits until the MDS has rebuilt every stale component of
+// name.
+func waitHealthy(t *testing.T, ctx context.Context, c *client.Client, name string) {
+	t.Helper()
+	for {
+		info, err := c.GetLayout(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info.Stale) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s still has stale components %v", name, info.Stale)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
 // TestBitFlipRedundant: bits flipped in stored blocks of an rs:4+2 and a
 // mirror:2 file (data and parity, different rows and columns) do not
 // change what reads return: the block fails its CRC (EIO, reported) and
-// the read is served from parity or the other copy.
+// the read is served from parity or the other copy; the MDS, told by the
+// reads, has the blocks repaired.
 func TestBitFlipRedundant(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(seed(t), 31))
 	cl := testcluster.Start(t, 6)
@@ -267,10 +301,24 @@ func TestBitFlipRedundant(t *testing.T) {
 			t.Errorf("the corrupt parity block was not reported")
 		}
 	})
-	// A whole mirror read reports EIO on every flipped copy it touched.
-	_, _, fs := readWatched(t, ctx, cl, "/mirror")
-	if n := len(fs.list); n == 0 {
-		t.Errorf("no fault reported for the corrupt copies")
+	// The reads reported the corrupt blocks (LAYOUTERROR), the MDS had
+	// them checked and repaired from redundancy: reads stop finding any.
+	for _, name := range []string{"/rs", "/mirror"} {
+		for {
+			got, err, fs := readWatched(t, ctx, cl, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustEqual(t, name+" while its corrupt blocks are repaired", got, want)
+			if len(fs.list) == 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s: corrupt blocks not repaired: %+v", name, fs.list)
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
 	}
 }
 

@@ -23,6 +23,8 @@ type fileIO struct {
 	v     *view
 	ino   uint64
 	fault func(Fault) // nil: faults are not reported
+	file  *File       // where LAYOUTERROR answers go (layouterror.go)
+	fails failures
 }
 
 // Fault is a failed call to one component of a file: a read that a mirror
@@ -30,10 +32,10 @@ type fileIO struct {
 // that failed a none file's read; or a write, truncate or commit that
 // failed. Calls cancelled because another one failed are not faults.
 //
-// TODO(layouterror): report faults to the MDS as a flex-files LAYOUTERROR
-// so that it marks the component stale (and a failed write of one copy no
-// longer fails the write) and rebuilds it. Until then a write fails when
-// any component it needs fails.
+// Faults of mirror and rs files are also reported to the MDS as a
+// flex-files LAYOUTERROR (layouterror.go): a write, truncate or commit
+// that failed on components the scheme can do without succeeds once the
+// MDS has marked them stale, and the MDS rebuilds them.
 type Fault struct {
 	Ino       uint64
 	Gen       uint64
@@ -57,11 +59,15 @@ func (f *File) io(v *view) *fileIO {
 	f.mu.Lock()
 	fn := f.fault
 	f.mu.Unlock()
-	return &fileIO{c: f.c, v: v, ino: f.ino, fault: fn}
+	return &fileIO{c: f.c, v: v, ino: f.ino, fault: fn, file: f}
 }
 
-// report passes a component fault to the handler, if there is one.
+// report passes a component fault to the handler, if there is one, and
+// notes a corrupt block for the MDS.
 func (o *fileIO) report(comp int, op string, err error) {
+	if op == "read" {
+		o.noteRead(comp, err)
+	}
 	if o.fault != nil && !errors.Is(err, context.Canceled) {
 		o.fault(Fault{Ino: o.ino, Gen: o.v.lay.Generation, Component: comp, DS: o.v.lay.Targets[comp], Op: op, Err: err})
 	}
@@ -77,33 +83,48 @@ func survivable(err error) bool {
 
 // read fills p with the file's bytes at off (within the file's size).
 func (o *fileIO) read(ctx context.Context, p []byte, off int64) error {
+	var err error
 	switch o.v.lay.Scheme.Kind {
 	case layout.KindMirror:
-		return o.readMirror(ctx, p, off)
+		err = o.readMirror(ctx, p, off)
 	case layout.KindRS:
-		return o.readRS(ctx, p, off)
+		err = o.readRS(ctx, p, off)
+	default:
+		err = o.readStriped(ctx, p, off)
 	}
-	return o.readStriped(ctx, p, off)
+	return o.settle(ctx, err)
 }
 
 // write stores p at off and returns the components it wrote.
 func (o *fileIO) write(ctx context.Context, p []byte, off int64) ([]int, error) {
+	var comps []int
+	var err error
 	switch o.v.lay.Scheme.Kind {
 	case layout.KindMirror:
-		return o.writeMirror(ctx, p, off)
+		comps, err = o.writeMirror(ctx, p, off)
 	case layout.KindRS:
-		return o.writeRS(ctx, p, off)
+		comps, err = o.writeRS(ctx, p, off)
+	default:
+		comps, err = o.writeStriped(ctx, p, off)
 	}
-	return o.writeStriped(ctx, p, off)
+	return comps, o.settle(ctx, err)
 }
 
 // truncate sets the file's size on the data servers.
 func (o *fileIO) truncate(ctx context.Context, size int64) error {
+	var err error
 	switch o.v.lay.Scheme.Kind {
 	case layout.KindMirror:
-		return o.truncateMirror(ctx, size)
+		err = o.truncateMirror(ctx, size)
 	case layout.KindRS:
-		return o.truncateRS(ctx, size)
+		err = o.truncateRS(ctx, size)
+	default:
+		err = o.truncateStriped(ctx, size)
 	}
-	return o.truncateStriped(ctx, size)
+	return o.settle(ctx, err)
+}
+
+// sync commits the given components (fsync on their data servers).
+func (o *fileIO) sync(ctx context.Context, comps map[int]bool) error {
+	return o.settle(ctx, o.commit(ctx, comps))
 }

@@ -44,6 +44,7 @@ type view struct {
 	addrs []string // of each component
 	tok   capability.Token
 	codec *layout.Codec // rs:K+M only
+	stale map[int]bool  // components not to read or write (layouterror.go)
 }
 
 // Open opens name for reading.
@@ -131,7 +132,7 @@ func newView(r *rpc.LayoutGetResp) (*view, error) {
 	if len(r.Layout.Addrs) != l.Components() {
 		return nil, fmt.Errorf("layout from mds: %d addresses for %d components of %s", len(r.Layout.Addrs), l.Components(), l)
 	}
-	v := &view{lay: l, addrs: r.Layout.Addrs, tok: r.Cap}
+	v := &view{lay: l, addrs: r.Layout.Addrs, tok: r.Cap, stale: staleSet(r)}
 	if l.Scheme.Kind == layout.KindRS {
 		if v.codec, err = l.Codec(); err != nil {
 			return nil, fmt.Errorf("layout from mds: %w", err)
@@ -333,7 +334,7 @@ func (f *File) Sync() error {
 	if len(dirty) == 0 && end == 0 {
 		return nil
 	}
-	err := f.withView(func(v *view) error { return f.io(v).commit(f.ctx, dirty) })
+	err := f.withView(func(v *view) error { return f.io(v).sync(f.ctx, dirty) })
 	if err == nil {
 		var r rpc.AttrResp
 		v, _ := f.current()
@@ -361,7 +362,9 @@ func (f *File) Close() error {
 	f.closed = true
 	f.mu.Unlock()
 	// LAYOUTRETURN is advisory; a failure does not fail the close.
-	_ = f.c.mds(f.ctx, rpc.MLayoutReturn, &rpc.InoReq{Ino: f.ino}, &rpc.Empty{})
+	// A write layout's return ends this writer for the MDS (rebuilds wait
+	// for the writers of a file).
+	_ = f.c.mds(f.ctx, rpc.MLayoutReturn, &rpc.LayoutReturnReq{Ino: f.ino, Write: f.writable()}, &rpc.Empty{})
 	return err
 }
 

@@ -17,6 +17,7 @@ type LayoutInfo struct {
 	Spec   string        // layout string: the file's layout or the directory's effective policy
 	Layout layout.Layout // files only
 	Addrs  []string      // files only: each column's data server address
+	Stale  []int         // files only: components being rebuilt (not read or written)
 }
 
 // GetLayout returns the layout of a file or the effective policy of a directory.
@@ -46,6 +47,9 @@ func (c *Client) GetLayout(ctx context.Context, name string) (*LayoutInfo, error
 		return nil, pathErr("getstripe", name, err)
 	}
 	info.Spec, info.Layout, info.Addrs = v.lay.String(), v.lay, v.addrs
+	for _, comp := range r.Stale {
+		info.Stale = append(info.Stale, int(comp))
+	}
 	return info, nil
 }
 

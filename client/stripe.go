@@ -106,6 +106,9 @@ func (v *view) req(ino uint64, comp int) rpc.DSReq {
 // pieces; where the component is shorter (a hole or the file's tail) the
 // pieces are zero-filled.
 func (o *fileIO) readComp(ctx context.Context, comp int, colOff int64, n int64, pieces [][]byte) error {
+	if o.v.stale[comp] {
+		return fmt.Errorf("read component %d on %s: %w", comp, o.v.lay.Targets[comp], errStale)
+	}
 	req := o.v.req(o.ino, comp)
 	req.Off, req.Len = uint64(colOff), uint64(n)
 	var r rpc.DSResp
@@ -124,23 +127,40 @@ func (o *fileIO) readComp(ctx context.Context, comp int, colOff int64, n int64, 
 	return nil
 }
 
-// writeComp writes pieces at colOff of component comp.
+// writeComp writes pieces at colOff of component comp. A stale
+// component is skipped; a failure a redundant layout survives is
+// recorded for LAYOUTERROR and not returned (layouterror.go).
 func (o *fileIO) writeComp(ctx context.Context, comp int, colOff int64, pieces [][]byte) error {
+	if o.skip(comp) {
+		return nil
+	}
 	req := o.v.req(o.ino, comp)
 	req.Off = uint64(colOff)
 	var r rpc.DSResp
 	if _, err := o.c.rpc.CallVec(ctx, o.v.addrs[comp], rpc.DWrite, &req, pieces, &r, nil); err != nil {
-		return fmt.Errorf("write component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
+		err = fmt.Errorf("write component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
+		if o.absorb(comp, "write", err) {
+			return nil
+		}
+		return err
 	}
 	return nil
 }
 
-// truncateComp sets the size of component comp.
+// truncateComp sets the size of component comp; stale components and
+// survivable failures as writeComp.
 func (o *fileIO) truncateComp(ctx context.Context, comp int, size int64) error {
+	if o.skip(comp) {
+		return nil
+	}
 	req := o.v.req(o.ino, comp)
 	req.Size = uint64(size)
 	if err := o.c.rpc.Call(ctx, o.v.addrs[comp], rpc.DTruncate, &req, &rpc.DSResp{}); err != nil {
-		return fmt.Errorf("truncate component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
+		err = fmt.Errorf("truncate component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
+		if o.absorb(comp, "truncate", err) {
+			return nil
+		}
+		return err
 	}
 	return nil
 }
@@ -207,9 +227,15 @@ func (o *fileIO) commit(ctx context.Context, comps map[int]bool) error {
 	}
 	return parallel(ctx, len(list), o.c.cfg.MaxInflight, func(ctx context.Context, i int) error {
 		comp := list[i]
+		if o.skip(comp) {
+			return nil
+		}
 		req := o.v.req(o.ino, comp)
 		if err := o.c.rpc.Call(ctx, o.v.addrs[comp], rpc.DCommit, &req, &rpc.DSResp{}); err != nil {
 			err = fmt.Errorf("commit component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
+			if o.absorb(comp, "commit", err) {
+				return nil
+			}
 			o.report(comp, "commit", err)
 			return err
 		}

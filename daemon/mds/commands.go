@@ -58,6 +58,7 @@ const (
 	cmdDrain        cmdType = 27                // drainCmd
 	cmdStrayPurge   cmdType = 28                // strayPurgeCmd
 	cmdDamaged      cmdType = 29 | cmdIgnorable // damagedCmd: scrub's findings, an old binary may skip them
+	cmdGrantHorizon cmdType = 30                // grantHorizonCmd (stale.go)
 )
 
 // errUnknownCommand is wrapped when a log entry has a type this binary does

@@ -134,6 +134,11 @@ func (s *Server) runRebuild(ctx context.Context) {
 			continue
 		}
 		if term := r.CurrentTerm(); term != rb.termOf() {
+			// The FSM must hold every entry of earlier terms before the
+			// write-grant horizon is read.
+			if err := r.Barrier(applyTimeout).Error(); err != nil {
+				continue
+			}
 			rb.takeOffice(term)
 		}
 		s.syncDraining()
@@ -157,10 +162,10 @@ func (rb *rebuilder) lastScanned() time.Time {
 	return rb.lastScan
 }
 
-// takeOffice starts a term: the writers of earlier leaders are unknown for
-// one capability lifetime, the counters start again.
+// takeOffice starts a term: the writers of earlier leaders are unknown
+// until the write-grant horizon (stale.go), the counters start again.
 func (rb *rebuilder) takeOffice(term uint64) {
-	rb.s.wr.takeOffice(rb.s.cfg.CapabilityTTL)
+	rb.s.wr.takeOffice(rb.s.horizon(term))
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	rb.term = term

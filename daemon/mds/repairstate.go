@@ -41,6 +41,14 @@ type repairState struct {
 	strays   map[strayKey]int64 // -> Since, unix nanoseconds
 	draining map[string]bool
 	damaged  map[damagedKey]damagedRecord
+
+	// The write-grant horizon (stale.go): no write capability granted by
+	// the leader of term horizonTerm or earlier expires after grantsUntil,
+	// none granted before term horizonTerm after prevUntil (unix
+	// nanoseconds).
+	grantsUntil int64
+	horizonTerm uint64
+	prevUntil   int64
 }
 
 // compKey names one component of a file's current layout.
@@ -131,6 +139,10 @@ func (r repairState) clone() repairState {
 		strays:   maps.Clone(r.strays),
 		draining: maps.Clone(r.draining),
 		damaged:  maps.Clone(r.damaged),
+
+		grantsUntil: r.grantsUntil,
+		horizonTerm: r.horizonTerm,
+		prevUntil:   r.prevUntil,
 	}
 }
 
@@ -443,6 +455,31 @@ func (st *state) applyDamaged(c *damagedCmd) result {
 	return result{}
 }
 
+// grantHorizonCmd raises the write-grant horizon to Until for the leader
+// of Term.
+type grantHorizonCmd struct {
+	Until int64
+	Term  uint64
+}
+
+func (st *state) applyGrantHorizon(c *grantHorizonCmd) result {
+	r := &st.rep
+	if c.Term > r.horizonTerm {
+		r.prevUntil, r.horizonTerm = r.grantsUntil, c.Term
+	}
+	r.grantsUntil = max(r.grantsUntil, c.Until)
+	return result{}
+}
+
+// predecessorsUntil is how long write capabilities granted by the leaders
+// of terms before term may last.
+func (r repairState) predecessorsUntil(term uint64) int64 {
+	if r.horizonTerm >= term {
+		return r.prevUntil
+	}
+	return r.grantsUntil
+}
+
 // applyRepair dispatches the failure-handling commands; ok is false for a
 // type that is not one of them.
 func (st *state) applyRepair(t cmdType, p any) (result, bool) {
@@ -463,6 +500,8 @@ func (st *state) applyRepair(t cmdType, p any) (result, bool) {
 		return st.applyStrayPurge(p.(*strayPurgeCmd)), true
 	case cmdDamaged:
 		return st.applyDamaged(p.(*damagedCmd)), true
+	case cmdGrantHorizon:
+		return st.applyGrantHorizon(p.(*grantHorizonCmd)), true
 	}
 	return result{}, false
 }
@@ -487,6 +526,8 @@ func newRepairPayload(t cmdType) any {
 		return new(strayPurgeCmd)
 	case cmdDamaged:
 		return new(damagedCmd)
+	case cmdGrantHorizon:
+		return new(grantHorizonCmd)
 	}
 	return nil
 }

@@ -30,19 +30,20 @@ type Deps struct {
 // Server is a metadata server. Create it with New, then Start; Close stops
 // it. Its methods are safe for concurrent use.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	clock  func() time.Time
-	def    layout.Policy // the cluster default, complete
-	fsm    *fsm
-	reg    *registry
-	leases *leases
-	met    *metrics
-	rmet   *repairMetrics
-	wr     *writers    // files granted for writing (stale.go)
-	rb     *rebuilder  // the rebuild manager (rebuild.go)
-	dsc    *rpc.Client // calls to data servers (GC)
-	ready  chan struct{}
+	cfg       Config
+	log       *slog.Logger
+	clock     func() time.Time
+	def       layout.Policy // the cluster default, complete
+	fsm       *fsm
+	reg       *registry
+	leases    *leases
+	met       *metrics
+	rmet      *repairMetrics
+	wr        *writers    // files granted for writing (stale.go)
+	horizonMu sync.Mutex  // one raise of the write-grant horizon at a time
+	rb        *rebuilder  // the rebuild manager (rebuild.go)
+	dsc       *rpc.Client // calls to data servers (GC)
+	ready     chan struct{}
 
 	mu        sync.Mutex // guards the lifecycle fields below
 	started   bool

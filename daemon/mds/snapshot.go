@@ -42,6 +42,9 @@ type snapHeader struct {
 	Tiers       uint64 // appended later: an older snapshot decodes with none
 	// Appended later, the failure-handling records (repairstate.go).
 	Stale, Rebuilds, Strays, Draining, Damaged uint64
+	GrantsUntil                                int64 // the write-grant horizon (stale.go)
+	HorizonTerm                                uint64
+	PrevUntil                                  int64
 }
 
 // mdsAddrRecord is one MDS replica's RPC address in a snapshot.
@@ -83,6 +86,7 @@ func writeSnapshot(w io.Writer, v snapshotView) error {
 	h.Tiers = uint64(len(v.tiers))
 	rc := v.rep.counts()
 	h.Stale, h.Rebuilds, h.Strays, h.Draining, h.Damaged = rc.Stale, rc.Rebuilds, rc.Strays, rc.Draining, rc.Damaged
+	h.GrantsUntil, h.HorizonTerm, h.PrevUntil = v.rep.grantsUntil, v.rep.horizonTerm, v.rep.prevUntil
 	if err := put(&h); err != nil {
 		return fmt.Errorf("write snapshot: %w", err)
 	}
@@ -223,6 +227,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		return nil, err
 	}
 	st.rep = rep
+	st.rep.grantsUntil, st.rep.horizonTerm, st.rep.prevUntil = h.GrantsUntil, h.HorizonTerm, h.PrevUntil
 	if err := st.check(); err != nil {
 		return nil, err
 	}

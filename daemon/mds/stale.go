@@ -41,8 +41,16 @@ import (
 // (LAYOUTGET with Write) until they are returned (LAYOUTRETURN with
 // Write) or their capability expires, and a rebuild of a file that was
 // granted for writing while it ran is thrown away and redone. A new
-// leader does not know its predecessor's grants: it treats every file as
-// written until one capability lifetime after it took office.
+// leader does not know its predecessor's grants, only how long they can
+// last: before a leader grants a write capability that expires at E, the
+// FSM's write-grant horizon is at least E (grantHorizonCmd, raised to two
+// capability lifetimes ahead, so about once per lifetime under writes).
+// The horizon remembers the term that raised it, so that a new leader
+// tells its predecessors' grants from its own: it treats every file as
+// written until its predecessors' horizon; after a quiet period, or in a
+// new cluster, it does not wait at all. (The
+// horizon compares the clocks of different MDS nodes, as the capability
+// expiry compares the MDS's and the data servers'.)
 
 // writers is the leader's soft state of files granted for writing. It is
 // safe for concurrent use.
@@ -77,19 +85,13 @@ func newWriters(clock func() time.Time) *writers {
 	return w
 }
 
-// takeOffice forgets the grants of an earlier term and treats every file
-// as written for ttl.
-func (w *writers) takeOffice(ttl time.Duration) {
+// takeOffice treats every file as written until horizon: grants of
+// earlier leaders may be live until then. Grants this node recorded in an
+// earlier term are kept: they expire on their own.
+func (w *writers) takeOffice(horizon time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for ino, f := range w.files {
-		if len(f.watches) == 0 && !f.swapping {
-			delete(w.files, ino)
-		} else {
-			f.open, f.until = 0, time.Time{}
-		}
-	}
-	w.unknownUntil = w.clock().Add(ttl)
+	w.unknownUntil = horizon
 }
 
 func (w *writers) file(ino uint64) *writerState {
@@ -210,6 +212,38 @@ func (w *writers) swap(wt *watch, apply func() error) (waiting string, err error
 	return "", apply()
 }
 
+// raiseHorizon makes the FSM's write-grant horizon at least exp.
+func (s *Server) raiseHorizon(exp time.Time) error {
+	s.fsm.mu.RLock()
+	cur := s.fsm.st.rep.grantsUntil
+	s.fsm.mu.RUnlock()
+	if exp.UnixNano() <= cur {
+		return nil
+	}
+	s.horizonMu.Lock()
+	defer s.horizonMu.Unlock()
+	s.fsm.mu.RLock()
+	cur = s.fsm.st.rep.grantsUntil
+	s.fsm.mu.RUnlock()
+	if exp.UnixNano() <= cur {
+		return nil // raised meanwhile
+	}
+	r := s.raft()
+	if r == nil {
+		return ErrClosed
+	}
+	_, err := s.apply(cmdGrantHorizon, &grantHorizonCmd{Until: s.clock().Add(2 * s.cfg.CapabilityTTL).UnixNano(), Term: r.CurrentTerm()})
+	return err
+}
+
+// horizon returns how long the write capabilities granted by the leaders
+// before term may last.
+func (s *Server) horizon(term uint64) time.Time {
+	s.fsm.mu.RLock()
+	defer s.fsm.mu.RUnlock()
+	return time.Unix(0, s.fsm.st.rep.predecessorsUntil(term))
+}
+
 // staleList returns the stale components of file n for the wire; the
 // caller holds fsm.mu.
 func (st *state) staleList(n *inode) []uint32 {
@@ -284,7 +318,11 @@ func (s *Server) layoutReturn(_ context.Context, r *rpc.LayoutReturnReq) (*rpc.E
 // read is the one after any swap in progress.
 func (s *Server) layoutFor(_ context.Context, ino uint64, write, open bool) (*rpc.LayoutGetResp, error) {
 	if write {
-		s.wr.grant(ino, s.clock().Add(s.cfg.CapabilityTTL), open)
+		exp := s.clock().Add(s.cfg.CapabilityTTL)
+		if err := s.raiseHorizon(exp); err != nil {
+			return nil, err
+		}
+		s.wr.grant(ino, exp, open)
 	}
 	s.fsm.mu.RLock()
 	n, err := s.fsm.st.node(ino)
