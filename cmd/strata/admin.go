@@ -10,18 +10,32 @@ import (
 )
 
 func runAdmin(ctx context.Context, a *app, args []string) error {
-	f := newFlags("admin", "mds list | mds add ID RAFT_ADDR | mds remove ID", `
+	f := newFlags("admin", "mds list | mds add ID RAFT_ADDR | mds remove ID | "+adminRepairUsage, `
 Administer the cluster. "mds list" shows the MDS replicas (raft voters),
 which one leads, and their addresses; "mds add ID RAFT_ADDR" adds a replica
 that was started with --join; "mds remove ID" removes one (the last voter
-cannot be removed).`)
+cannot be removed).
+
+"rebuild status" shows the components the MDS is rebuilding (stale after a
+failed write, on a data server down for longer than rebuild_delay, on a
+draining one, or with corrupt blocks), their progress, rate and ETA.
+"scrub start" has every data server verify every block's checksum now;
+"scrub status" shows their progress, the corrupt blocks being repaired
+from redundancy and those with none to repair from. "ds list" shows the
+data servers and what they hold; "ds drain ID" moves everything off one
+(refused, with the reason, if some file's data would have nowhere to
+go) and places nothing new on it, "ds undrain ID" stops that. To add a
+data server, start it: 'strata ds --id ID --mds ...' registers itself.`)
 	mds := f.mdsFlag(a)
 	rest, err := f.parse(a, args)
 	if err != nil {
 		return err
 	}
+	if ok, err := runAdminRepair(ctx, a, mds(), rest); ok {
+		return err
+	}
 	if len(rest) < 2 || rest[0] != "mds" {
-		return usageErrorf("admin", "want: mds list | mds add ID RAFT_ADDR | mds remove ID")
+		return usageErrorf("admin", "want: mds list | mds add ID RAFT_ADDR | mds remove ID | %s", adminRepairUsage)
 	}
 	return withClient(ctx, mds(), func(c *client.Client) error {
 		var r *rpc.ClusterResp

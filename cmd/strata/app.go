@@ -101,7 +101,7 @@ func commands() []command {
 		{"mpiio", "layout", "MPI-IO hints: a ROMIO hints file for a layout, check hints", runMPIIO},
 		{"df", "cluster", "show capacity, use and data servers", runDf},
 		{"tier", "cluster", "job tiers: check a spec, show tiers, wait for a drain", runTier},
-		{"admin", "cluster", "administer the cluster: MDS replicas", runAdmin},
+		{"admin", "cluster", "administer the cluster: MDS replicas, rebuild, scrub, data servers", runAdmin},
 	}
 }
 

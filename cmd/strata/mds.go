@@ -52,6 +52,7 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 		return nil
 	})
 	o.str("advertise", "RPC `address` followers redirect clients to (default: the listen address)", &cfg.Advertise)
+	repairOptions(o, &cfg)
 	o.str("log_level", "`level`: debug, info, warn or error", &logLevel)
 	o.register(f)
 	rest, err := f.parse(a, args)

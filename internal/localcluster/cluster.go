@@ -29,11 +29,13 @@ type Options struct {
 	AdminAddr         string   // default 127.0.0.1:0; "-" disables the admin API
 	DSAddrs           []string // per data server; missing entries default to 127.0.0.1:0
 	Log               *slog.Logger
-	RaftTimeout       time.Duration // default: the MDS default
-	HeartbeatInterval time.Duration // default: the daemons' default
-	HeartbeatTimeout  time.Duration // default: the MDS default
-	DefaultLayout     string        // default: the MDS default
-	DSCapacity        uint64        // per data server; 0 = an equal share of the file system holding Dir (they share one disk)
+	RaftTimeout       time.Duration     // default: the MDS default
+	HeartbeatInterval time.Duration     // default: the daemons' default
+	HeartbeatTimeout  time.Duration     // default: the MDS default
+	DefaultLayout     string            // default: the MDS default
+	DSCapacity        uint64            // per data server; 0 = an equal share of the file system holding Dir (they share one disk)
+	MDSConfig         func(*mds.Config) // if set, changes each replica's config last (tests: rebuild and capability timing)
+	DSConfig          func(*ds.Config)  // if set, changes each data server's config last (tests: scrub)
 }
 
 // Cluster is a running local cluster. Its methods are safe for concurrent use.

@@ -66,6 +66,9 @@ func (c *Cluster) startMDS(ctx context.Context, i int) error {
 	if c.o.DefaultLayout != "" {
 		cfg.DefaultLayout = c.o.DefaultLayout
 	}
+	if c.o.MDSConfig != nil {
+		c.o.MDSConfig(&cfg)
+	}
 	m, err := mds.New(cfg, mds.Deps{Log: c.o.Log.With("mds", cfg.ID)})
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.ID, err)
@@ -170,6 +173,9 @@ func (c *Cluster) StartDS(ctx context.Context, i int) error {
 	cfg.Capacity = c.o.DSCapacity
 	if c.o.HeartbeatInterval != 0 {
 		cfg.HeartbeatInterval = c.o.HeartbeatInterval
+	}
+	if c.o.DSConfig != nil {
+		c.o.DSConfig(&cfg)
 	}
 	d, err := ds.New(cfg, ds.Deps{Log: c.o.Log})
 	if err != nil {

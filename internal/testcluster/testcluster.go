@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/daemon/ds"
+	"github.com/strata-hpc/strata/daemon/mds"
 	"github.com/strata-hpc/strata/internal/localcluster"
 )
 
@@ -34,6 +36,17 @@ func WithMDS(n int) Option {
 // WithCapacity sets each data server's capacity in bytes.
 func WithCapacity(n uint64) Option {
 	return func(o *localcluster.Options) { o.DSCapacity = n }
+}
+
+// WithMDSConfig changes each MDS replica's config (after the test
+// defaults), e.g. the rebuild delay and rate.
+func WithMDSConfig(fn func(*mds.Config)) Option {
+	return func(o *localcluster.Options) { o.MDSConfig = fn }
+}
+
+// WithDSConfig changes each data server's config, e.g. scrub's.
+func WithDSConfig(fn func(*ds.Config)) Option {
+	return func(o *localcluster.Options) { o.DSConfig = fn }
 }
 
 // Start starts an MDS and n data servers and stops them when the test ends.

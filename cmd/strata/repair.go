@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/daemon/ds"
+	"github.com/strata-hpc/strata/daemon/mds"
+	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/layout"
+)
+
+// The failure-handling verbs of `strata admin`: rebuild status, scrub
+// start|status, ds list|drain|undrain. A data server is added by starting
+// it (`strata ds --id ID --mds ...`): its first heartbeat registers it.
+
+// adminRepairUsage is the synopsis of the verbs below.
+const adminRepairUsage = "rebuild status | scrub start|status | ds list | ds drain ID | ds undrain ID"
+
+// runAdminRepair runs one failure-handling verb against the MDS at addr;
+// ok is false if rest is not one of them.
+func runAdminRepair(ctx context.Context, a *app, addr string, rest []string) (ok bool, err error) {
+	verb := strings.Join(rest, " ")
+	var fn func(c *client.Client) error
+	switch {
+	case verb == "rebuild status":
+		fn = func(c *client.Client) error {
+			r, err := c.RebuildStatus(ctx)
+			if err != nil {
+				return err
+			}
+			return printRebuild(a.stdout, r)
+		}
+	case verb == "scrub start" || verb == "scrub status":
+		fn = func(c *client.Client) error {
+			get := c.ScrubStatus
+			if rest[1] == "start" {
+				get = c.ScrubStart
+			}
+			r, err := get(ctx)
+			if err != nil {
+				return err
+			}
+			return printScrub(a.stdout, r)
+		}
+	case verb == "ds list":
+		fn = func(c *client.Client) error {
+			r, err := c.ListDS(ctx)
+			if err != nil {
+				return err
+			}
+			return printDS(a.stdout, r)
+		}
+	case len(rest) == 3 && rest[0] == "ds" && (rest[1] == "drain" || rest[1] == "undrain"):
+		fn = func(c *client.Client) error {
+			r, err := c.DrainDS(ctx, rest[2], rest[1] == "undrain")
+			if err != nil {
+				return err
+			}
+			return printDS(a.stdout, r)
+		}
+	case len(rest) >= 1 && (rest[0] == "rebuild" || rest[0] == "scrub" || rest[0] == "ds"):
+		return true, usageErrorf("admin", "want: %s", adminRepairUsage)
+	default:
+		return false, nil
+	}
+	return true, withClient(ctx, addr, fn)
+}
+
+func size(n uint64) string { return layout.FormatSize(int64(min(n, 1<<62))) }
+
+// printRebuild prints the rebuild manager's state: a summary, then one
+// line per component.
+func printRebuild(w io.Writer, r *rpc.RebuildStatusResp) error {
+	fmt.Fprintf(w, "rebuild: %d running, %d queued, %d waiting, %d blocked; %d done, %d failed attempts since this MDS leads\n",
+		r.Running, r.Queued, r.Waiting, r.Blocked, r.Done, r.Failed)
+	limit := "unlimited"
+	if r.RateLimit > 0 {
+		limit = size(r.RateLimit) + "/s"
+	}
+	eta := "-"
+	if r.ETASeconds > 0 {
+		eta = (time.Duration(r.ETASeconds) * time.Second).String()
+	}
+	fmt.Fprintf(w, "bytes: %s written, %s left, %s/s (limit %s), ETA %s\n", size(r.BytesDone), size(r.BytesLeft), size(uint64(r.Rate)), limit, eta)
+	if r.Unrecovered > 0 {
+		fmt.Fprintf(w, "%d component(s) have no redundancy left to rebuild from: they wait for their data server\n", r.Unrecovered)
+	}
+	if len(r.Tasks) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nINODE\tPATH\tCOMP\tFROM\tTO\tREASON\tSTATE\tPROGRESS\tDETAIL")
+	for _, t := range r.Tasks {
+		path := t.Path
+		if path == "" {
+			path = "-"
+		}
+		to := t.To
+		if to == "" {
+			to = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s/%s\t%s\n", t.Ino, path, t.Comp, t.From, to, t.Reason, t.State, size(t.Bytes), size(t.Size), t.Detail)
+	}
+	return tw.Flush()
+}
+
+// printScrub prints every data server's scrub progress and the damaged
+// components.
+func printScrub(w io.Writer, r *rpc.ScrubStatusResp) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DS\tSTATE\tPASSES\tCOMPONENTS\tBYTES\tBAD BLOCKS\tLAST PASS DONE\tRATE")
+	for _, d := range r.DataSvrs {
+		last := "-"
+		if d.PassEnd > 0 {
+			last = time.Unix(0, d.PassEnd).Format(time.DateTime)
+		}
+		rate := "unlimited"
+		if d.Rate > 0 {
+			rate = size(d.Rate) + "/s"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\t%s\t%s\n", d.ID, d.State, d.Passes, d.Components, size(d.Bytes), d.BadBlocks, last, rate)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	list := func(title string, bs []rpc.DamagedBlocks) error {
+		if len(bs) == 0 {
+			return nil
+		}
+		fmt.Fprintf(w, "\n%s:\n", title)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "INODE\tPATH\tLAYOUT\tCOMP\tDS\tBLOCKS\tFOUND")
+		for _, b := range bs {
+			path := b.Path
+			if path == "" {
+				path = "-"
+			}
+			blocks := fmt.Sprint(b.Blocks)
+			if len(b.Blocks) > 8 {
+				blocks = fmt.Sprintf("%v... (%d)", b.Blocks[:8], len(b.Blocks))
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s of %s\t%s\n", b.Ino, path, b.Layout, b.Col, b.DS, blocks, size(uint64(b.BlockSize)), time.Unix(0, b.Found).Format(time.DateTime))
+		}
+		return tw.Flush()
+	}
+	if err := list("being repaired from redundancy", r.Repairing); err != nil {
+		return err
+	}
+	if err := list("UNRECOVERABLE: no redundancy to repair from; reads of these blocks fail with EIO", r.Unrecoverable); err != nil {
+		return err
+	}
+	if len(r.Unrecoverable) == 0 {
+		fmt.Fprintln(w, "\nno unrecoverable blocks")
+	}
+	return nil
+}
+
+// printDS prints the data servers with what they hold.
+func printDS(w io.Writer, r *rpc.DSListResp) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DS\tSTATE\tNODE\tADDR\tCOMPONENTS\tSTALE\tBYTES\tFREE\tLOAD")
+	for _, d := range r.DataSvrs {
+		state := d.Info.State
+		switch {
+		case d.Draining && d.Components == 0:
+			state += ", drained"
+		case d.Draining:
+			state += ", draining"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%.1f\n", d.Info.ID, state, d.Info.Node, d.Info.Addr, d.Components, d.Stale, size(d.Bytes), size(d.Info.Free), d.Info.Load)
+	}
+	return tw.Flush()
+}
+
+// repairOptions adds the MDS keys of failure handling (docs/config.md).
+func repairOptions(o *options, cfg *mds.Config) {
+	o.dur("rebuild_delay", "how long a data server may be down (a `duration`) before its components are rebuilt elsewhere", &cfg.RebuildDelay)
+	o.rate("rebuild_rate", "bytes per second all rebuilds together may write, a `size` like 128M, or unlimited", &cfg.RebuildRate)
+	o.int("rebuild_parallel", "components rebuilt at once (a `number`)", &cfg.RebuildParallel)
+	o.add("rebuild_yield_load", "rebuilds pause while a data server they use has more foreground calls in flight than this `number`", strconv.FormatFloat(cfg.RebuildYieldLoad, 'g', -1, 64), func(v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 {
+			return fmt.Errorf("%q is not a non-negative number", v)
+		}
+		cfg.RebuildYieldLoad = f
+		return nil
+	})
+}
+
+// scrubOptions adds the data server keys of scrub (docs/config.md).
+func scrubOptions(o *options, cfg *ds.Config) {
+	o.dur("scrub_interval", "a scrub pass starts this often (a `duration`); negative: only on demand ('strata admin scrub start')", &cfg.ScrubInterval)
+	o.rate("scrub_rate", "bytes per second a scrub pass reads at most, a `size` like 32M, or unlimited", &cfg.ScrubRate)
+}
+
+// rate adds a key of bytes per second: a size, or "unlimited" (stored as -1).
+func (o *options) rate(key, help string, p *int64) {
+	def := "unlimited"
+	if *p > 0 {
+		def = layout.FormatSize(*p)
+	}
+	o.add(key, help, def, func(v string) error {
+		if v == "unlimited" {
+			*p = -1
+			return nil
+		}
+		n, err := layout.ParseSize(v)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("%q is not a rate like 128M or unlimited", v)
+		}
+		*p = n
+		return nil
+	})
+}
