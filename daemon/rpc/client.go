@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -51,6 +53,10 @@ func (c *Client) host(addr string) *fasthttp.HostClient {
 			NoDefaultUserAgentHeader:      true,
 			DisableHeaderNamesNormalizing: true,
 			MaxConnWaitTimeout:            c.cfg.Timeout,
+			// Every pooled connection may be stale after a peer restart:
+			// each is tried (and dropped) in turn, then a fresh one.
+			MaxIdemponentCallAttempts: c.cfg.MaxConnsPerHost + 2,
+			RetryIfErr:                retryStale,
 		}
 		c.hosts[addr] = hc
 	}
@@ -136,4 +142,15 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 		n += k
 	}
 	return n, nil
+}
+
+// retryStale repeats a call when its connection turned out to be dead
+// before any reply byte arrived: a keep-alive connection the peer closed
+// (a restarted data server or MDS), reset or broken. Data server calls are
+// idempotent; an MDS call that a crashing MDS might have applied is the
+// ambiguity every failover has (client/failover.go).
+func retryStale(_ *fasthttp.Request, attempts int, err error) (resetTimeout, retry bool) {
+	stale := errors.Is(err, io.EOF) || errors.Is(err, fasthttp.ErrConnectionClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+	return false, stale
 }

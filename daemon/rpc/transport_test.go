@@ -74,3 +74,51 @@ func TestCallAndData(t *testing.T) {
 		t.Fatalf("dead peer = %v, want ErrUnavailable", err)
 	}
 }
+
+// TestServerRestart: a client's pooled connections to a server that
+// restarted (same address) are dead; the next call must still succeed.
+func TestServerRestart(t *testing.T) {
+	mux := NewMux()
+	Handle(mux, "echo", func(_ context.Context, r *EntryReq) (*EntryReq, error) { return r, nil })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	serve := func(ln net.Listener) (*Server, chan error) {
+		s := NewServer(mux, slog.New(slog.DiscardHandler))
+		done := make(chan error, 1)
+		go func() { done <- s.Serve(ln) }()
+		return s, done
+	}
+	s, done := serve(ln)
+	c := NewClient(ClientConfig{})
+	defer c.Close()
+	ctx := context.Background()
+	var got EntryReq
+	// Several connections in the pool.
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func() { errs <- c.Call(ctx, addr, "echo", &EntryReq{Name: "a"}, &EntryReq{}) }()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	ln2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, done2 := serve(ln2)
+	defer func() { c.Close(); _ = s2.Shutdown(); <-done2 }()
+	for i := 0; i < 8; i++ {
+		if err := c.Call(ctx, addr, "echo", &EntryReq{Name: "b"}, &got); err != nil || got.Name != "b" {
+			t.Fatalf("call %d after the server restarted: %v", i, err)
+		}
+	}
+}
