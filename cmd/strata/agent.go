@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/strata-hpc/strata/daemon/agent"
+	"github.com/strata-hpc/strata/internal/capability"
 )
 
 func runAgent(ctx context.Context, a *app, args []string) error {
@@ -84,7 +85,7 @@ over the file. SIGINT or SIGTERM stops it, leaving tiers running.`)
 	if secretFile == "" {
 		return usageErrorf("agent", "--secret-file is required (the global MDS's secret file)")
 	}
-	if cfg.Secret, err = readSecret(secretFile); err != nil {
+	if cfg.Secret, err = capability.ReadSecretFile(secretFile); err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/ds"
+	"github.com/strata-hpc/strata/internal/capability"
 )
 
 func runDS(ctx context.Context, a *app, args []string) error {
@@ -55,7 +56,7 @@ environment, which wins over the file. SIGINT or SIGTERM stops it cleanly.`)
 	if secretFile == "" {
 		return usageErrorf("ds", "--secret-file is required (the file the MDS created)")
 	}
-	if cfg.Secret, err = readSecret(secretFile); err != nil {
+	if cfg.Secret, err = capability.ReadSecretFile(secretFile); err != nil {
 		return err
 	}
 	if err := mkdirPrivate(cfg.Dir); err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/strata-hpc/strata/internal/capability"
 )
 
 // syncBuffer is a bytes.Buffer safe for a daemon goroutine writing while
@@ -274,7 +276,7 @@ func TestHumanSize(t *testing.T) {
 
 func TestSecretFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "secret")
-	a, err := loadOrCreateSecret(p)
+	a, err := capability.LoadOrCreateSecretFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,14 +284,14 @@ func TestSecretFile(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o600 || len(a) != 32 {
 		t.Fatalf("secret file %v mode %v len %d", err, st.Mode(), len(a))
 	}
-	b, err := loadOrCreateSecret(p)
+	b, err := capability.LoadOrCreateSecretFile(p)
 	if err != nil || !bytes.Equal(a, b) {
 		t.Errorf("second load: %v, equal %v", err, bytes.Equal(a, b))
 	}
 	if err := os.WriteFile(p, []byte("short"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readSecret(p); err == nil || !strings.Contains(err.Error(), "5 bytes, want 32") {
+	if _, err := capability.ReadSecretFile(p); err == nil || !strings.Contains(err.Error(), "5 bytes, want 32") {
 		t.Errorf("short secret: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-hpc/strata/daemon/admin"
 	"github.com/strata-hpc/strata/daemon/mds"
+	"github.com/strata-hpc/strata/internal/capability"
 )
 
 func runMDS(ctx context.Context, a *app, args []string) error {
@@ -78,7 +79,7 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	if err := mkdirPrivate(cfg.Dir); err != nil {
 		return err
 	}
-	if cfg.Secret, err = loadOrCreateSecret(secretFile); err != nil {
+	if cfg.Secret, err = capability.LoadOrCreateSecretFile(secretFile); err != nil {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {

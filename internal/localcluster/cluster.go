@@ -99,7 +99,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("localcluster: %w", err)
 	}
-	secret, err := LoadOrCreateSecret(filepath.Join(o.Dir, "secret"))
+	secret, err := capability.LoadOrCreateSecretFile(filepath.Join(o.Dir, "secret"))
 	if err != nil {
 		return nil, err
 	}
@@ -161,27 +161,4 @@ func resolve(addr string) (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
-}
-
-// LoadOrCreateSecret reads the cluster secret at path, creating a fresh
-// one (mode 0600) if the file does not exist.
-func LoadOrCreateSecret(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err == nil {
-		if len(b) != capability.SecretSize {
-			return nil, fmt.Errorf("secret %s: %d bytes, want %d", path, len(b), capability.SecretSize)
-		}
-		return b, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("secret: %w", err)
-	}
-	b, err = capability.NewSecret()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		return nil, fmt.Errorf("secret: %w", err)
-	}
-	return b, nil
 }
