@@ -89,35 +89,34 @@ func (c *Client) OpenFileLayout(ctx context.Context, name string, flag int, perm
 		}
 		ino = a.Ino
 	}
-	f := &File{c: c, ctx: ctx, name: name, flag: flag, ino: ino, dirty: map[int]bool{}}
-	if err := f.refresh(ctx); err != nil {
-		return nil, pathErr("open", name, err)
+	f, _, err := c.open(ctx, name, ino, flag)
+	return f, err
+}
+
+// open makes the handle of inode ino, the one constructor of File: a
+// LAYOUTGET (fresh layout, capability and attributes: close-to-open), then
+// O_TRUNC. It returns the attributes the file was opened with.
+func (c *Client) open(ctx context.Context, name string, ino uint64, flag int) (*File, *rpc.Attr, error) {
+	f := &File{c: c, ctx: ctx, name: name, flag: flag &^ (os.O_CREATE | os.O_EXCL), ino: ino, dirty: map[int]bool{}}
+	a, err := f.refreshAttr(ctx)
+	if err != nil {
+		return nil, nil, pathErr("open", name, err)
 	}
 	if flag&os.O_TRUNC != 0 && f.writable() && f.size > 0 {
 		if err := f.Truncate(0); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		a.Size = 0
 	}
-	return f, nil
+	return f, a, nil
 }
 
 func (f *File) writable() bool { return f.flag&(os.O_WRONLY|os.O_RDWR) != 0 }
 
 // refresh fetches the layout, a fresh capability and the size (LAYOUTGET).
 func (f *File) refresh(ctx context.Context) error {
-	var r rpc.LayoutGetResp
-	if err := f.c.mds(ctx, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: f.ino, Write: f.writable()}, &r); err != nil {
-		return err
-	}
-	v, err := newView(&r)
-	if err != nil {
-		return err
-	}
-	f.mu.Lock()
-	f.view = v
-	f.size = max(f.size, int64(r.Attr.Size))
-	f.mu.Unlock()
-	return nil
+	_, err := f.refreshAttr(ctx)
+	return err
 }
 
 func newView(r *rpc.LayoutGetResp) (*view, error) {

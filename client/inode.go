@@ -203,19 +203,7 @@ func (c *Client) RemoveXattrIno(ctx context.Context, ino uint64, attr string) er
 // it truncates the file. The File does its I/O with ctx, so ctx must live
 // as long as the File.
 func (c *Client) OpenIno(ctx context.Context, ino uint64, flag int) (*File, *rpc.Attr, error) {
-	name := fmt.Sprintf("inode %d", ino)
-	f := &File{c: c, ctx: ctx, name: name, flag: flag &^ (os.O_CREATE | os.O_EXCL), ino: ino, dirty: map[int]bool{}}
-	a, err := f.refreshAttr(ctx)
-	if err != nil {
-		return nil, nil, &fs.PathError{Op: "open", Path: name, Err: err}
-	}
-	if flag&os.O_TRUNC != 0 && f.writable() && f.size > 0 {
-		if err := f.Truncate(0); err != nil {
-			return nil, nil, err
-		}
-		a.Size = 0
-	}
-	return f, a, nil
+	return c.open(ctx, fmt.Sprintf("inode %d", ino), ino, flag)
 }
 
 // refreshAttr is refresh returning the attributes the MDS sent with the
