@@ -91,7 +91,7 @@ func newRebuilder(s *Server) *rebuilder {
 	rate := s.cfg.RebuildRate
 	return &rebuilder{
 		s:      s,
-		bucket: qos.NewBucket(rate, max(rate/4, 8<<20), s.clock),
+		bucket: qos.NewBucket(rate, max(rate/4, rebuildWindow), s.clock),
 		dsc:    rpc.NewClient(rpc.ClientConfig{Timeout: rebuildCallTimeout, MaxConnsPerHost: 4 * s.cfg.RebuildParallel}),
 		kick:   make(chan struct{}, 1),
 		tasks:  map[compKey]*task{},

@@ -37,6 +37,8 @@ func (s *Server) repairBlocks(ctx context.Context, t *task, term uint64) (outcom
 	if !views[t.from].up {
 		return outcome{state: "waiting", detail: fmt.Sprintf("%s, which holds the damaged blocks, is down", t.from)}, nil
 	}
+	wt := s.wr.watch(fs.ino) // before the look for writers, as rebuildOne
+	defer s.wr.unwatch(wt)
 	if why := s.wr.busy(fs.ino); why != "" {
 		return outcome{state: "waiting", detail: why}, nil
 	}
@@ -51,8 +53,6 @@ func (s *Server) repairBlocks(ctx context.Context, t *task, term uint64) (outcom
 	if err != nil {
 		return outcome{}, err
 	}
-	wt := s.wr.watch(fs.ino)
-	defer s.wr.unwatch(wt)
 	blocks := slices.Clone(rec.Blocks)
 	bs := uint64(rec.BlockSize)
 	for len(blocks) > 0 {

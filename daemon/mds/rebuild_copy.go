@@ -210,6 +210,10 @@ func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome,
 		}
 		return outcome{state: "gone"}, nil
 	}
+	// Watch before looking for writers: a grant between the look and the
+	// watch would go unseen.
+	wt := s.wr.watch(fs.ino)
+	defer s.wr.unwatch(wt)
 	if why := s.wr.busy(fs.ino); why != "" {
 		return outcome{state: "waiting", detail: why}, nil
 	}
@@ -224,8 +228,6 @@ func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome,
 	s.rb.mu.Lock()
 	t.to = to
 	s.rb.mu.Unlock()
-	wt := s.wr.watch(fs.ino)
-	defer s.wr.unwatch(wt)
 	if !fs.hasIntent || fs.intent.To != to || fs.intent.Gen != t.gen {
 		if !s.leads(term) {
 			return outcome{}, errNotLeaderTerm
