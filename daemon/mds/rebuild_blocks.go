@@ -62,7 +62,7 @@ func (s *Server) repairBlocks(ctx context.Context, t *task, term uint64) (outcom
 			if !s.leads(term) {
 				return errNotLeaderTerm
 			}
-			return s.rewriteBlocks(ctx, t, fs, src, batch, bs, size)
+			return s.rewriteBlocks(ctx, t, term, fs, src, batch, bs, size)
 		})
 		switch {
 		case err != nil:
@@ -83,7 +83,7 @@ func (s *Server) repairBlocks(ctx context.Context, t *task, term uint64) (outcom
 
 // rewriteBlocks rewrites the given blocks (of bs bytes; the component holds
 // size bytes) of task t's component from src and reads each back.
-func (s *Server) rewriteBlocks(ctx context.Context, t *task, fs fileSnap, src *sources, blocks []uint64, bs, size uint64) error {
+func (s *Server) rewriteBlocks(ctx context.Context, t *task, term uint64, fs fileSnap, src *sources, blocks []uint64, bs, size uint64) error {
 	comp := int(t.key.Comp)
 	var codec *layout.Codec
 	if len(src.rs) > 0 {
@@ -100,6 +100,9 @@ func (s *Server) rewriteBlocks(ctx context.Context, t *task, fs fileSnap, src *s
 		n := min(bs, size-off)
 		if err := s.rb.bucket.Wait(ctx, int64(n)); err != nil {
 			return err
+		}
+		if !s.leads(term) {
+			return errNotLeaderTerm
 		}
 		buf := make([]byte, n)
 		var err error

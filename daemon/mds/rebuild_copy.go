@@ -146,7 +146,7 @@ func planSources(fs fileSnap, comp int, views map[string]dsView) (*sources, stri
 // no other component of the file uses. The intent of an earlier attempt is
 // kept if its target still qualifies. An empty result comes with the
 // outcome to file.
-func (s *Server) pickTarget(fs fileSnap, t *task, views map[string]dsView, need uint64) (string, outcome) {
+func (s *Server) pickTarget(fs fileSnap, t *task, term uint64, views map[string]dsView, need uint64) (string, outcome) {
 	from := t.from
 	fv := views[from]
 	stale := fs.stale[t.key.Comp]
@@ -167,8 +167,14 @@ func (s *Server) pickTarget(fs fileSnap, t *task, views map[string]dsView, need 
 		_, registered := fs.addrs[id]
 		return known && registered && v.up && !v.draining && id != from && !used[fs.nodes[id]] && !fs.strays[id] && v.free >= need
 	}
-	if fs.hasIntent && fs.intent.Gen == t.gen && (fs.intent.To == from && stale && fv.up || good(fs.intent.To)) {
+	// An intent of this term is resumed onto its target; one of an earlier
+	// leader is not (that leader may still be writing to it, if it has not
+	// noticed yet that it lost office): its target becomes a stray.
+	if fs.hasIntent && fs.intent.Gen == t.gen && fs.intent.Term == term && good(fs.intent.To) {
 		return fs.intent.To, outcome{}
+	}
+	if fs.hasIntent && fs.intent.Term != term {
+		fs.strays[fs.intent.To] = true
 	}
 	best := ""
 	for id := range views {
@@ -221,18 +227,18 @@ func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome,
 	if src == nil {
 		return outcome{state: "blocked", detail: why}, nil
 	}
-	to, out := s.pickTarget(fs, t, views, compBytes(fs.l, fs.size, comp))
+	to, out := s.pickTarget(fs, t, term, views, compBytes(fs.l, fs.size, comp))
 	if to == "" {
 		return out, nil
 	}
 	s.rb.mu.Lock()
 	t.to = to
 	s.rb.mu.Unlock()
-	if !fs.hasIntent || fs.intent.To != to || fs.intent.Gen != t.gen {
+	if !fs.hasIntent || fs.intent.To != to || fs.intent.Gen != t.gen || fs.intent.Term != term {
 		if !s.leads(term) {
 			return outcome{}, errNotLeaderTerm
 		}
-		if _, err := s.apply(cmdRebuildStart, &rebuildStartCmd{Ino: fs.ino, Gen: t.gen, Comp: t.key.Comp, From: t.from, To: to, Now: s.now()}); err != nil {
+		if _, err := s.apply(cmdRebuildStart, &rebuildStartCmd{Ino: fs.ino, Gen: t.gen, Comp: t.key.Comp, From: t.from, To: to, Now: s.now(), Term: term}); err != nil {
 			return outcome{}, fmt.Errorf("record rebuild intent: %w", err)
 		}
 	}
@@ -243,7 +249,7 @@ func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome,
 	s.rb.mu.Lock()
 	t.size = size
 	s.rb.mu.Unlock()
-	if err := s.copyComponent(ctx, t, fs, src, to, size); err != nil {
+	if err := s.copyComponent(ctx, t, term, fs, src, to, size); err != nil {
 		return outcome{}, err
 	}
 	why, err = s.wr.swap(wt, func() error {
@@ -325,7 +331,7 @@ func (s *Server) rebuildSize(ctx context.Context, fs fileSnap, comp int, src *so
 }
 
 // copyComponent writes component t.key.Comp of size bytes onto to.
-func (s *Server) copyComponent(ctx context.Context, t *task, fs fileSnap, src *sources, to string, size uint64) error {
+func (s *Server) copyComponent(ctx context.Context, t *task, term uint64, fs fileSnap, src *sources, to string, size uint64) error {
 	comp := int(t.key.Comp)
 	inPlace := to == t.from
 	end := size
@@ -358,6 +364,9 @@ func (s *Server) copyComponent(ctx context.Context, t *task, fs fileSnap, src *s
 		}
 		if err := s.rb.bucket.Wait(ctx, int64(n)); err != nil {
 			return err
+		}
+		if !s.leads(term) {
+			return errNotLeaderTerm // a deposed leader stops writing
 		}
 		buf := make([]byte, n)
 		if off < size {

@@ -86,12 +86,14 @@ func (e staleEntry) set() map[uint32]bool {
 	return m
 }
 
-// rebuildIntent is a component being rebuilt onto To.
+// rebuildIntent is a component being rebuilt onto To by the leader of
+// Term.
 type rebuildIntent struct {
 	Ino  uint64
 	Gen  uint64
 	Comp uint32
 	To   string
+	Term uint64
 }
 
 // strayKey names a component on a data server that no layout uses.
@@ -202,6 +204,7 @@ type rebuildStartCmd struct {
 	From string
 	To   string
 	Now  int64
+	Term uint64
 }
 
 // rebuildDoneCmd swaps component Comp of file Ino from From to To (the
@@ -328,10 +331,10 @@ func (st *state) applyRebuildStart(c *rebuildStartCmd) result {
 		return fail(err)
 	}
 	k := compKey{Ino: c.Ino, Comp: c.Comp}
-	if old, ok := st.rep.rebuilds[k]; ok && (old.To != c.To || old.Gen != c.Gen) && !st.inUse(old) {
+	if old, ok := st.rep.rebuilds[k]; ok && (old.To != c.To || old.Gen != c.Gen) && !st.inUse(old) && old.To != c.From {
 		st.rep.strays[strayKey{Ino: old.Ino, Gen: old.Gen, Col: old.Comp, DS: old.To}] = c.Now
 	}
-	st.rep.rebuilds[k] = rebuildIntent{Ino: c.Ino, Gen: c.Gen, Comp: c.Comp, To: c.To}
+	st.rep.rebuilds[k] = rebuildIntent{Ino: c.Ino, Gen: c.Gen, Comp: c.Comp, To: c.To, Term: c.Term}
 	delete(st.rep.strays, strayKey{Ino: c.Ino, Gen: c.Gen, Col: c.Comp, DS: c.To})
 	return result{}
 }
