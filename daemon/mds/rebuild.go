@@ -51,8 +51,9 @@ import (
 type rebuilder struct {
 	s      *Server
 	bucket *qos.Bucket
-	dsc    *rpc.Client // calls to data servers, owned: closed when the loop ends
-	kick   chan struct{}
+	dsc    *rpc.Client   // calls to data servers, owned: closed when the loop ends
+	kick   chan struct{} // buffered 1: scan now
+	wake   chan struct{} // buffered 1: a worker finished, dispatch now
 
 	mu       sync.Mutex
 	tasks    map[compKey]*task
@@ -94,6 +95,7 @@ func newRebuilder(s *Server) *rebuilder {
 		bucket: qos.NewBucket(rate, max(rate/4, rebuildWindow), s.clock),
 		dsc:    rpc.NewClient(rpc.ClientConfig{Timeout: rebuildCallTimeout, MaxConnsPerHost: 4 * s.cfg.RebuildParallel}),
 		kick:   make(chan struct{}, 1),
+		wake:   make(chan struct{}, 1),
 		tasks:  map[compKey]*task{},
 	}
 }
@@ -126,6 +128,7 @@ func (s *Server) runRebuild(ctx context.Context) {
 			return
 		case <-rb.kick:
 			kicked = true
+		case <-rb.wake:
 		case <-tick.C:
 		}
 		r := s.node.raft
@@ -368,6 +371,12 @@ func (rb *rebuilder) run(ctx context.Context, t *task, term uint64) {
 		out = outcome{state: "failed", detail: err.Error()}
 		rb.s.log.Warn("rebuild_failed", "inode", t.key.Ino, "comp", t.key.Comp, "from", t.from, "to", t.to, "err", err)
 	}
+	defer func() {
+		select {
+		case rb.wake <- struct{}{}:
+		default:
+		}
+	}()
 	now := rb.s.clock()
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
@@ -532,6 +541,19 @@ func joinPath(parts []string) string {
 			out += "/"
 		}
 		out += p
+	}
+	return out
+}
+
+// targetsInUse counts the running tasks by target.
+func (rb *rebuilder) targetsInUse() map[string]int {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	out := map[string]int{}
+	for _, t := range rb.tasks {
+		if t.state == "running" && t.to != "" {
+			out[t.to]++
+		}
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package mds
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -141,9 +142,10 @@ func planSources(fs fileSnap, comp int, views map[string]dsView) (*sources, stri
 }
 
 // pickTarget chooses where component t.key.Comp goes: in place when a
-// stale component's data server is up and not draining, else the data
-// server with the most free space that is up, not draining, and on a node
-// no other component of the file uses. The intent of an earlier attempt is
+// stale component's data server is up and not draining, else a data server
+// that is up, not draining, and on a node no other component of the file
+// uses: the one with the fewest rebuilds running onto it, then the most
+// free space. The intent of an earlier attempt is
 // kept if its target still qualifies. An empty result comes with the
 // outcome to file.
 func (s *Server) pickTarget(fs fileSnap, t *task, term uint64, views map[string]dsView, need uint64) (string, outcome) {
@@ -176,9 +178,16 @@ func (s *Server) pickTarget(fs fileSnap, t *task, term uint64, views map[string]
 	if fs.hasIntent && fs.intent.Term != term {
 		fs.strays[fs.intent.To] = true
 	}
+	// Spread concurrent rebuilds: fewest rebuilds running onto it first,
+	// then the most free space.
+	busy := s.rb.targetsInUse()
 	best := ""
 	for id := range views {
-		if good(id) && (best == "" || views[id].free > views[best].free || views[id].free == views[best].free && id < best) {
+		if !good(id) {
+			continue
+		}
+		if best == "" || busy[id] < busy[best] ||
+			busy[id] == busy[best] && (views[id].free > views[best].free || views[id].free == views[best].free && id < best) {
 			best = id
 		}
 	}
@@ -528,11 +537,16 @@ func (s *Server) yield(ctx context.Context, ids []string) error {
 	return nil
 }
 
+// zeros is compared against to find all-zero windows.
+var zeros = make([]byte, 64<<10)
+
 func allZero(p []byte) bool {
-	for _, b := range p {
-		if b != 0 {
+	for len(p) > 0 {
+		n := min(len(p), len(zeros))
+		if !bytes.Equal(p[:n], zeros[:n]) {
 			return false
 		}
+		p = p[n:]
 	}
 	return true
 }
