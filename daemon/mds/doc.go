@@ -15,7 +15,12 @@
 // on a follower is acceptable). Soft state — a data server's free space,
 // load and last heartbeat — lives only in the leader's memory
 // (registry.go). Data of removed files and replaced layouts is collected by
-// a leader goroutine (gc.go).
+// a leader goroutine (gc.go). Failure handling: a client's LAYOUTERROR
+// marks components stale (stale.go), a leader goroutine rebuilds stale
+// components and those of data servers that are down or draining
+// (rebuild.go, rebuild_copy.go) and repairs corrupt blocks scrub found
+// (scrub.go, rebuild_blocks.go), and drains data servers (drain.go); its
+// durable state is in the FSM (repairstate.go).
 //
 // It serves the methods of daemon/rpc's mdsmsg.go and imports daemon/rpc,
 // layout and internal/capability; it must not import daemon/ds, client,
