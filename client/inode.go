@@ -210,7 +210,10 @@ func (c *Client) OpenIno(ctx context.Context, ino uint64, flag int) (*File, *rpc
 // layout. The size this handle knows only grows.
 func (f *File) refreshAttr(ctx context.Context) (*rpc.Attr, error) {
 	var r rpc.LayoutGetResp
-	if err := f.c.mds(ctx, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: f.ino, Write: f.writable()}, &r); err != nil {
+	f.mu.Lock()
+	again := f.view != nil // a refresh, not an open: returned once, at Close
+	f.mu.Unlock()
+	if err := f.c.mds(ctx, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: f.ino, Write: f.writable(), Refresh: again}, &r); err != nil {
 		return nil, err
 	}
 	v, err := newView(&r)

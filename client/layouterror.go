@@ -67,7 +67,7 @@ func (o *fileIO) skip(comp int) bool {
 // absorb records the failure err of op on component comp and reports
 // whether the call may go on without it (a redundant layout and an
 // unreachable data server or EIO); it reports the fault if so.
-func (o *fileIO) absorb(comp int, op string, err error) bool {
+func (o *fileIO) absorb(comp int, op string, off, n int64, err error) bool {
 	if err == nil {
 		return true
 	}
@@ -80,7 +80,14 @@ func (o *fileIO) absorb(comp int, op string, err error) bool {
 	if o.fails.failed == nil {
 		o.fails.failed = map[int]rpc.ComponentError{}
 	}
-	o.fails.failed[comp] = rpc.ComponentError{Comp: uint32(comp), DS: o.v.lay.Targets[comp], Op: op, Errno: uint32(rpc.ToErrno(err))}
+	e, ok := o.fails.failed[comp]
+	if !ok {
+		e = rpc.ComponentError{Comp: uint32(comp), DS: o.v.lay.Targets[comp], Op: op, Errno: uint32(rpc.ToErrno(err)), Off: uint64(off), Len: uint64(n)}
+	} else if n > 0 { // widen to cover both ranges
+		lo, hi := min(e.Off, uint64(off)), max(e.Off+e.Len, uint64(off+n))
+		e.Off, e.Len = lo, hi-lo
+	}
+	o.fails.failed[comp] = e
 	return true
 }
 

@@ -139,7 +139,11 @@ func (o *fileIO) writeComp(ctx context.Context, comp int, colOff int64, pieces [
 	var r rpc.DSResp
 	if _, err := o.c.rpc.CallVec(ctx, o.v.addrs[comp], rpc.DWrite, &req, pieces, &r, nil); err != nil {
 		err = fmt.Errorf("write component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
-		if o.absorb(comp, "write", err) {
+		n := int64(0)
+		for _, pc := range pieces {
+			n += int64(len(pc))
+		}
+		if o.absorb(comp, "write", colOff, n, err) {
 			return nil
 		}
 		return err
@@ -157,7 +161,7 @@ func (o *fileIO) truncateComp(ctx context.Context, comp int, size int64) error {
 	req.Size = uint64(size)
 	if err := o.c.rpc.Call(ctx, o.v.addrs[comp], rpc.DTruncate, &req, &rpc.DSResp{}); err != nil {
 		err = fmt.Errorf("truncate component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
-		if o.absorb(comp, "truncate", err) {
+		if o.absorb(comp, "truncate", size, 0, err) {
 			return nil
 		}
 		return err
@@ -233,7 +237,7 @@ func (o *fileIO) commit(ctx context.Context, comps map[int]bool) error {
 		req := o.v.req(o.ino, comp)
 		if err := o.c.rpc.Call(ctx, o.v.addrs[comp], rpc.DCommit, &req, &rpc.DSResp{}); err != nil {
 			err = fmt.Errorf("commit component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
-			if o.absorb(comp, "commit", err) {
+			if o.absorb(comp, "commit", 0, 0, err) {
 				return nil
 			}
 			o.report(comp, "commit", err)

@@ -389,7 +389,7 @@ func (s *Server) statFS(_ context.Context, _ *rpc.Empty) (*rpc.StatFSResp, error
 }
 
 func (s *Server) layoutGet(ctx context.Context, r *rpc.LayoutGetReq) (*rpc.LayoutGetResp, error) {
-	return s.layoutFor(ctx, r.Ino, r.Write, true)
+	return s.layoutFor(ctx, r.Ino, r.Write, !r.Refresh)
 }
 
 func (s *Server) layoutCommit(_ context.Context, r *rpc.LayoutCommitReq) (*rpc.AttrResp, error) {

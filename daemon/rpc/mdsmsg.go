@@ -249,10 +249,13 @@ type Layout struct {
 }
 
 // LayoutGetReq asks for a file's layout and a capability: for reading, or
-// with Write for reading and writing.
+// with Write for reading and writing. Refresh says the caller holds the
+// layout already (a new capability for an open file): the MDS does not
+// count it as another writer to be returned.
 type LayoutGetReq struct {
-	Ino   uint64
-	Write bool
+	Ino     uint64
+	Write   bool
+	Refresh bool // appended later: an older client sends false
 }
 
 // LayoutGetResp answers LayoutGet with fresh attributes (close-to-open).
