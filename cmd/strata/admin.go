@@ -25,7 +25,9 @@ from redundancy and those with none to repair from. "ds list" shows the
 data servers and what they hold; "ds drain ID" moves everything off one
 (refused, with the reason, if some file's data would have nowhere to
 go) and places nothing new on it, "ds undrain ID" stops that. To add a
-data server, start it: 'strata ds --id ID --mds ...' registers itself.`)
+data server, start it ('strata ds --id ID --mds ... --listen ADDR'
+registers itself), then "ds add ADDR" waits until it has joined and says
+so, or says why not.`)
 	mds := f.mdsFlag(a)
 	rest, err := f.parse(a, args)
 	if err != nil {

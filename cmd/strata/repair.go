@@ -21,7 +21,7 @@ import (
 // it (`strata ds --id ID --mds ...`): its first heartbeat registers it.
 
 // adminRepairUsage is the synopsis of the verbs below.
-const adminRepairUsage = "rebuild status | scrub start|status | ds list | ds drain ID | ds undrain ID"
+const adminRepairUsage = "rebuild status | scrub start|status | ds list | ds add ADDR | ds drain ID | ds undrain ID"
 
 // runAdminRepair runs one failure-handling verb against the MDS at addr;
 // ok is false if rest is not one of them.
@@ -64,6 +64,17 @@ func runAdminRepair(ctx context.Context, a *app, addr string, rest []string) (ok
 				return err
 			}
 			return printDS(a.stdout, r)
+		}
+	case len(rest) == 3 && rest[0] == "ds" && rest[1] == "add":
+		fn = func(c *client.Client) error {
+			jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			d, err := c.JoinDS(jctx, rest[2])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "%s joined at %s (node %s): up, %s free of %s; new files are placed on it\n", d.ID, d.Addr, d.Node, size(d.Free), size(d.Capacity))
+			return nil
 		}
 	case len(rest) >= 1 && (rest[0] == "rebuild" || rest[0] == "scrub" || rest[0] == "ds"):
 		return true, usageErrorf("admin", "want: %s", adminRepairUsage)
