@@ -54,20 +54,9 @@ over the file. SIGINT or SIGTERM stops it, leaving tiers running.`)
 	o.dur("ready_timeout", "a prolog waits this `long` for the tier's MDS and data servers", &cfg.ReadyTimeout)
 	o.dur("epilog_timeout", "the final drain's time `budget` (keep it under plugstack.conf timeout=)", &cfg.EpilogTimeout)
 	o.str("log_level", "`level`: debug, info, warn or error", &logLevel)
-	o.register(f)
-	rest, err := f.parse(a, args)
+	log, err := parseDaemon(a, f, o, args, &logLevel)
 	if err != nil {
 		return err
-	}
-	if err := f.nargs(rest, 0, 0); err != nil {
-		return err
-	}
-	if err := o.apply(a); err != nil {
-		return err
-	}
-	log, err := newLogger(a.stderr, logLevel)
-	if err != nil {
-		return usageErrorf("agent", "%v", err)
 	}
 	if cfg.NodeAddrs, err = agent.ParseNodeAddrs(nodeAddrs); err != nil {
 		return usageErrorf("agent", "--node-addrs: %v", err)

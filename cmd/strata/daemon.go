@@ -58,3 +58,25 @@ func runUntilDone(ctx context.Context, log *slog.Logger, names []string, servers
 	log.Info("stopping")
 	return closeAll(servers)
 }
+
+// parseDaemon is the start of every daemon command: it registers o's keys
+// as flags, parses args (the daemons take no arguments), applies the
+// environment and the config file, and returns the logger at *logLevel.
+func parseDaemon(a *app, f *cmdFlags, o *options, args []string, logLevel *string) (*slog.Logger, error) {
+	o.register(f)
+	rest, err := f.parse(a, args)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.nargs(rest, 0, 0); err != nil {
+		return nil, err
+	}
+	if err := o.apply(a); err != nil {
+		return nil, err
+	}
+	log, err := newLogger(a.stderr, *logLevel)
+	if err != nil {
+		return nil, usageErrorf(o.cmd, "%v", err)
+	}
+	return log, nil
+}

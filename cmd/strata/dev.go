@@ -36,23 +36,12 @@ SIGINT (Ctrl-C) or SIGTERM stops it cleanly.`)
 	o.int("ds_port", "`port` of the first data server, the others follow; 0 picks free ports", &dsPort)
 	o.str("default_layout", "cluster default `layout` string; default the MDS's (width=4,unit=1M,scheme=none)", &defLayout)
 	o.str("log_level", "`level`: debug, info, warn or error", &logLevel)
-	o.register(f)
-	rest, err := f.parse(a, args)
+	log, err := parseDaemon(a, f, o, args, &logLevel)
 	if err != nil {
-		return err
-	}
-	if err := f.nargs(rest, 0, 0); err != nil {
-		return err
-	}
-	if err := o.apply(a); err != nil {
 		return err
 	}
 	if nds < 1 || nds > 64 {
 		return usageErrorf("dev", "--ds %d: want 1 to 64 data servers", nds)
-	}
-	log, err := newLogger(a.stderr, logLevel)
-	if err != nil {
-		return usageErrorf("dev", "%v", err)
 	}
 	opts := localcluster.Options{
 		Dir: dir, DS: nds, MDSAddr: mdsAddr, RaftAddr: raftAddr, AdminAddr: adminAddr,

@@ -35,20 +35,9 @@ environment, which wins over the file. SIGINT or SIGTERM stops it cleanly.`)
 	o.intSize("block_size", "checksum block `size`, a power of two from 4K to 16M", &cfg.BlockSize)
 	scrubOptions(o, &cfg)
 	o.str("log_level", "`level`: debug, info, warn or error", &logLevel)
-	o.register(f)
-	rest, err := f.parse(a, args)
+	log, err := parseDaemon(a, f, o, args, &logLevel)
 	if err != nil {
 		return err
-	}
-	if err := f.nargs(rest, 0, 0); err != nil {
-		return err
-	}
-	if err := o.apply(a); err != nil {
-		return err
-	}
-	log, err := newLogger(a.stderr, logLevel)
-	if err != nil {
-		return usageErrorf("ds", "%v", err)
 	}
 	if cfg.ID == "" {
 		return usageErrorf("ds", "--id is required")

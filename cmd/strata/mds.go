@@ -55,23 +55,12 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	o.str("advertise", "RPC `address` followers redirect clients to (default: the listen address)", &cfg.Advertise)
 	repairOptions(o, &cfg)
 	o.str("log_level", "`level`: debug, info, warn or error", &logLevel)
-	o.register(f)
-	rest, err := f.parse(a, args)
+	log, err := parseDaemon(a, f, o, args, &logLevel)
 	if err != nil {
-		return err
-	}
-	if err := f.nargs(rest, 0, 0); err != nil {
-		return err
-	}
-	if err := o.apply(a); err != nil {
 		return err
 	}
 	if peers != "" {
 		cfg.Peers = strings.Split(peers, ",")
-	}
-	log, err := newLogger(a.stderr, logLevel)
-	if err != nil {
-		return usageErrorf("mds", "%v", err)
 	}
 	if secretFile == "" {
 		secretFile = filepath.Join(cfg.Dir, "secret")
