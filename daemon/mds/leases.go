@@ -35,6 +35,13 @@ func (l *leases) takeOffice() {
 	clear(l.until)
 }
 
+// office returns when this node last became leader.
+func (l *leases) office() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.since
+}
+
 // renew extends a session's lease.
 func (l *leases) renew(session uint64) {
 	l.mu.Lock()

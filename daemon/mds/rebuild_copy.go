@@ -175,8 +175,16 @@ func (s *Server) pickTarget(fs fileSnap, t *task, term uint64, views map[string]
 	if fs.hasIntent && fs.intent.Gen == t.gen && fs.intent.Term == term && good(fs.intent.To) {
 		return fs.intent.To, outcome{}
 	}
+	// An earlier leader's target is avoided while it may still be
+	// writing; but when it is the only data server that qualifies, it is
+	// reused once that leader has surely stopped (it checks its office
+	// before every window). Both rebuild the same bytes from the same
+	// survivors while the file's writers are held, so a late window of
+	// the old leader writes what the new one writes.
+	oldTarget := ""
 	if fs.hasIntent && fs.intent.Term != term {
-		fs.strays[fs.intent.To] = true
+		oldTarget = fs.intent.To
+		fs.strays[oldTarget] = true
 	}
 	// Spread concurrent rebuilds: fewest rebuilds running onto it first,
 	// then the most free space.
@@ -191,10 +199,31 @@ func (s *Server) pickTarget(fs fileSnap, t *task, term uint64, views map[string]
 			best = id
 		}
 	}
+	if best == "" && oldTarget != "" {
+		delete(fs.strays, oldTarget)
+		if good(oldTarget) {
+			if wait := s.fenceOld() - s.clock().Sub(s.leases.office()); wait > 0 {
+				return "", outcome{state: "waiting", detail: fmt.Sprintf("%s, the only target, was the previous leader's: reused in %v, once that leader has stopped", oldTarget, wait.Round(time.Millisecond))}
+			}
+			return oldTarget, outcome{}
+		}
+	}
 	if best == "" {
 		return "", outcome{state: "blocked", detail: fmt.Sprintf("no data server that is up and not draining, on a node this file does not use, has %s free", layout.FormatSize(int64(need)))}
 	}
 	return best, outcome{}
+}
+
+// fenceOld is how long after taking office a leader waits before it
+// rebuilds onto the target an earlier leader was writing: that leader
+// notices it lost office within its lease (RaftTimeout) and stops before
+// its next window, which the rate limit may spread over a while.
+func (s *Server) fenceOld() time.Duration {
+	window := time.Second
+	if s.cfg.RebuildRate > 0 {
+		window = max(window, time.Duration(float64(rebuildWindow)/float64(s.cfg.RebuildRate)*float64(time.Second)))
+	}
+	return 2*s.cfg.RaftTimeout + window
 }
 
 // leads reports whether this node leads in term.
