@@ -27,7 +27,10 @@ data servers and what they hold; "ds drain ID" moves everything off one
 go) and places nothing new on it, "ds undrain ID" stops that. To add a
 data server, start it ('strata ds --id ID --mds ... --listen ADDR'
 registers itself), then "ds add ADDR" waits until it has joined and says
-so, or says why not.`)
+so, or says why not. The MDS then moves existing data onto it in the
+background, throttled like rebuilds, until the data servers' fills differ
+by less than its rebalance_spread ("rebuild status" lists the moves with
+reason rebalance).`)
 	mds := f.mdsFlag(a)
 	rest, err := f.parse(a, args)
 	if err != nil {

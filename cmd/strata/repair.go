@@ -17,8 +17,9 @@ import (
 )
 
 // The failure-handling verbs of `strata admin`: rebuild status, scrub
-// start|status, ds list|drain|undrain. A data server is added by starting
-// it (`strata ds --id ID --mds ...`): its first heartbeat registers it.
+// start|status, ds list|add|drain|undrain. A data server is added by
+// starting it (`strata ds --id ID --mds ...`): its first heartbeat
+// registers it, and the MDS rebalances data onto it (daemon/mds/rebalance.go).
 
 // adminRepairUsage is the synopsis of the verbs below.
 const adminRepairUsage = "rebuild status | scrub start|status | ds list | ds add ADDR | ds drain ID | ds undrain ID"
@@ -73,7 +74,10 @@ func runAdminRepair(ctx context.Context, a *app, addr string, rest []string) (ok
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "%s joined at %s (node %s): up, %s free of %s; new files are placed on it\n", d.ID, d.Addr, d.Node, size(d.Free), size(d.Capacity))
+			fmt.Fprintf(a.stdout, "%s joined at %s (node %s): up, %s free of %s; new files are placed on it, and existing\n"+
+				"data moves onto it in the background while the data servers' fills differ by more than the MDS's\n"+
+				"rebalance_spread ('strata admin rebuild status' shows the moves, 'strata admin ds list' the fills)\n",
+				d.ID, d.Addr, d.Node, size(d.Free), size(d.Capacity))
 			return nil
 		}
 	case len(rest) >= 1 && (rest[0] == "rebuild" || rest[0] == "scrub" || rest[0] == "ds"):
@@ -176,7 +180,7 @@ func printScrub(w io.Writer, r *rpc.ScrubStatusResp) error {
 // printDS prints the data servers with what they hold.
 func printDS(w io.Writer, r *rpc.DSListResp) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DS\tSTATE\tNODE\tADDR\tCOMPONENTS\tSTALE\tBYTES\tFREE\tLOAD")
+	fmt.Fprintln(tw, "DS\tSTATE\tNODE\tADDR\tCOMPONENTS\tSTALE\tBYTES\tFREE\tFILL\tLOAD")
 	for _, d := range r.DataSvrs {
 		state := d.Info.State
 		switch {
@@ -185,7 +189,11 @@ func printDS(w io.Writer, r *rpc.DSListResp) error {
 		case d.Draining:
 			state += ", draining"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%.1f\n", d.Info.ID, state, d.Info.Node, d.Info.Addr, d.Components, d.Stale, size(d.Bytes), size(d.Info.Free), d.Info.Load)
+		fill := "-"
+		if c := d.Info.Capacity; c > 0 {
+			fill = fmt.Sprintf("%.0f%%", 100*float64(c-min(d.Info.Free, c))/float64(c))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.1f\n", d.Info.ID, state, d.Info.Node, d.Info.Addr, d.Components, d.Stale, size(d.Bytes), size(d.Info.Free), fill, d.Info.Load)
 	}
 	return tw.Flush()
 }
@@ -201,6 +209,22 @@ func repairOptions(o *options, cfg *mds.Config) {
 			return fmt.Errorf("%q is not a non-negative number", v)
 		}
 		cfg.RebuildYieldLoad = f
+		return nil
+	})
+	o.add("rebalance_spread", "move data between data servers whose fills differ by more than this `fraction` (like 0.1 or 10%), or off", strconv.FormatFloat(cfg.RebalanceSpread, 'g', -1, 64), func(v string) error {
+		if v == "off" {
+			cfg.RebalanceSpread = -1
+			return nil
+		}
+		scale := 1.0
+		if p, ok := strings.CutSuffix(v, "%"); ok {
+			v, scale = p, 0.01
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f*scale <= 0 || f*scale > 1 {
+			return fmt.Errorf("%q is not a fraction in (0, 1], a percentage like 10%%, or off", v)
+		}
+		cfg.RebalanceSpread = f * scale
 		return nil
 	})
 }

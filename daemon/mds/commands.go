@@ -50,15 +50,17 @@ const (
 
 	// Failure handling (repairstate.go). Stale marks, rebuild swaps and
 	// drains change what clients read: an old binary must not skip them.
-	cmdStale        cmdType = 22                // staleCmd
-	cmdRebuildStart cmdType = 23                // rebuildStartCmd
-	cmdRebuildDone  cmdType = 24                // rebuildDoneCmd
-	cmdRebuildAbort cmdType = 25                // rebuildAbortCmd
-	cmdRepairForget cmdType = 26                // repairForgetCmd
-	cmdDrain        cmdType = 27                // drainCmd
-	cmdStrayPurge   cmdType = 28                // strayPurgeCmd
-	cmdDamaged      cmdType = 29 | cmdIgnorable // damagedCmd: scrub's findings, an old binary may skip them
-	cmdGrantHorizon cmdType = 30                // grantHorizonCmd (stale.go)
+	cmdStale           cmdType = 22                // staleCmd
+	cmdRebuildStart    cmdType = 23                // rebuildStartCmd
+	cmdRebuildDone     cmdType = 24                // rebuildDoneCmd
+	cmdRebuildAbort    cmdType = 25                // rebuildAbortCmd
+	cmdRepairForget    cmdType = 26                // repairForgetCmd
+	cmdDrain           cmdType = 27                // drainCmd
+	cmdStrayPurge      cmdType = 28                // strayPurgeCmd
+	cmdDamaged         cmdType = 29 | cmdIgnorable // damagedCmd: scrub's findings, an old binary may skip them
+	cmdGrantHorizon    cmdType = 30                // grantHorizonCmd (stale.go)
+	cmdRebuildProgress cmdType = 31 | cmdIgnorable // rebuildProgressCmd: optional, an old binary may skip it
+	cmdRebuildReset    cmdType = 32 | cmdIgnorable // rebuildResetCmd: optional, an old binary may skip it
 )
 
 // errUnknownCommand is wrapped when a log entry has a type this binary does

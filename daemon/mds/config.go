@@ -35,6 +35,7 @@ type Config struct {
 	RebuildRate      int64         // bytes per second all rebuilds together may write; default 128 MiB/s; negative: unlimited
 	RebuildParallel  int           // components rebuilt at once; default 4
 	RebuildYieldLoad float64       // pause while a data server involved reports more foreground calls in flight than this; default 4
+	RebalanceSpread  float64       // move components when two data servers' fills (used/capacity) differ by more than this fraction (rebalance.go); default 0.10; negative: never
 }
 
 // builtinPolicy fills whatever DefaultLayout leaves unset.
@@ -59,6 +60,7 @@ func DefaultConfig() Config {
 		RebuildRate:       128 << 20,
 		RebuildParallel:   4,
 		RebuildYieldLoad:  4,
+		RebalanceSpread:   0.10,
 	}
 }
 
@@ -106,6 +108,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RebuildParallel == 0 {
 		c.RebuildParallel = d.RebuildParallel
+	}
+	if c.RebalanceSpread == 0 {
+		c.RebalanceSpread = d.RebalanceSpread
 	}
 	if c.RebuildYieldLoad == 0 {
 		c.RebuildYieldLoad = d.RebuildYieldLoad
@@ -157,6 +162,9 @@ func (c Config) Validate() error {
 	}
 	if c.RebuildYieldLoad < 0 {
 		return fmt.Errorf("%w: rebuild yield load %v is negative", ErrConfig, c.RebuildYieldLoad)
+	}
+	if c.RebalanceSpread > 1 {
+		return fmt.Errorf("%w: rebalance spread %v is above 1 (it is a fraction of a data server's capacity)", ErrConfig, c.RebalanceSpread)
 	}
 	if c.RaftTimeout < 5*time.Millisecond {
 		return fmt.Errorf("%w: raft timeout %v is below 5ms", ErrConfig, c.RaftTimeout)

@@ -17,8 +17,10 @@ import (
 //
 // Adding a data server is starting one (`strata ds --id ... --mds ...`):
 // its first heartbeat registers it (registerCmd) and placement uses it at
-// once. Nothing is moved onto it: new files fill it, and a drain of
-// another server prefers the servers with the most free space.
+// once; the rebuild manager then moves existing components onto it while
+// the fills of the data servers differ by more than RebalanceSpread
+// (rebalance.go), and a drain of another server prefers the servers with
+// the most free space.
 //
 // Draining one (`strata admin ds drain ID`) marks it draining in the FSM
 // (drainCmd): placement skips it, and the rebuild manager moves every
@@ -54,6 +56,7 @@ type dsView struct {
 	up       bool
 	downFor  time.Duration // how long it has not been heard from past the timeout; 0 if up
 	node     string
+	capacity uint64
 	free     uint64
 	load     float64
 	draining bool
@@ -66,7 +69,7 @@ func (r *registry) views() map[string]dsView {
 	defer r.mu.Unlock()
 	out := make(map[string]dsView, len(r.ds))
 	for id, d := range r.ds {
-		v := dsView{up: r.isUp(d, now), node: d.node, free: d.free, load: d.load, draining: r.draining[id]}
+		v := dsView{up: r.isUp(d, now), node: d.node, capacity: d.capacity, free: d.free, load: d.load, draining: r.draining[id]}
 		if !v.up && !d.lastSeen.IsZero() {
 			v.downFor = now.Sub(d.lastSeen) - r.timeout
 		}

@@ -26,7 +26,10 @@ import (
 //   - components on a draining data server (drain.go), copied from it;
 //   - components with a rebuild intent left by an earlier leader;
 //   - blocks scrub found corrupt in a component of a mirror or rs file:
-//     only those blocks are rewritten, in place (rebuild_blocks.go).
+//     only those blocks are rewritten, in place (rebuild_blocks.go);
+//   - when nothing else needs doing and the data servers' fills differ by
+//     more than RebalanceSpread, components moved from the fullest to the
+//     emptiest (rebalance.go).
 //
 // It scans the FSM when something changed (a stale mark, a drain, a kick)
 // and at least every rebuildScanEvery heartbeat intervals, and runs at most
@@ -64,7 +67,12 @@ type rebuilder struct {
 	active   time.Time // when the queue last became non-empty
 	activeB  uint64    // bytes at that time
 	lastScan time.Time
+	led      []uint64  // the latest terms this node led (maxLedTerms)
+	since    time.Time // when this node took office for term
 }
+
+// maxLedTerms bounds the terms a rebuilder remembers having led.
+const maxLedTerms = 16
 
 // rebuildScanEvery is how many heartbeat intervals may pass between two
 // scans of the FSM when nothing kicked the manager: the bound on how late
@@ -77,7 +85,7 @@ type task struct {
 	key    compKey
 	gen    uint64
 	from   string
-	reason string // stale reason, "down", "drain", "resume"
+	reason string // stale reason, "down", "drain", "resume", "scrub", "rebalance"
 	state  string // queued, running, waiting, blocked
 	detail string
 	to     string
@@ -144,6 +152,13 @@ func (s *Server) runRebuild(ctx context.Context) {
 			}
 			rb.takeOffice(term)
 		}
+		if s.clock().Sub(rb.officeSince()) < s.cfg.HeartbeatTimeout {
+			// The registry gives every data server one timeout of grace
+			// after a change of leader: until they have reported, a server
+			// that is down looks up and one that is up has unknown space.
+			// Deciding now would abort rebuilds that are still needed.
+			continue
+		}
 		s.syncDraining()
 		s.collectStrays(ctx)
 		if kicked || s.clock().Sub(rb.lastScanned()) >= rebuildScanEvery*s.cfg.HeartbeatInterval {
@@ -159,6 +174,12 @@ func (rb *rebuilder) termOf() uint64 {
 	return rb.term
 }
 
+func (rb *rebuilder) officeSince() time.Time {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	return rb.since
+}
+
 func (rb *rebuilder) lastScanned() time.Time {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
@@ -172,6 +193,11 @@ func (rb *rebuilder) takeOffice(term uint64) {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	rb.term = term
+	rb.since = rb.s.clock()
+	rb.led = append(rb.led, term)
+	if len(rb.led) > maxLedTerms {
+		rb.led = rb.led[1:]
+	}
 	rb.done, rb.failed, rb.bytes = 0, 0, 0
 	rb.active, rb.activeB = time.Time{}, 0
 	rb.lastScan = time.Time{}
@@ -181,6 +207,15 @@ func (rb *rebuilder) takeOffice(term uint64) {
 		}
 	}
 	rb.s.log.Info("rebuild_manager_took_office", "term", term)
+}
+
+// ledTerm reports whether this node's rebuild manager led term: an intent
+// of that term was recorded by one of its own attempts, which have ended
+// by the time another attempt of the same component runs.
+func (rb *rebuilder) ledTerm(term uint64) bool {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	return slices.Contains(rb.led, term)
 }
 
 // resign forgets the plan of a node that no longer leads; running workers
@@ -208,6 +243,8 @@ func reasonRank(reason string) int {
 		return 2
 	case "down", "resume":
 		return 1
+	case "rebalance":
+		return 3
 	}
 	return 0
 }
@@ -226,6 +263,11 @@ func (s *Server) scanRebuilds() {
 	}
 	plan := map[compKey]*task{}
 	var forget []uint64
+	rebalance := needsRebalance(views, s.cfg.RebalanceSpread)
+	var moving []move
+	if rebalance {
+		moving = rb.runningMoves()
+	}
 	s.fsm.mu.RLock()
 	st := s.fsm.st
 	rep := st.rep
@@ -279,6 +321,12 @@ func (s *Server) scanRebuilds() {
 			}
 		}
 	}
+	if rebalance && len(plan) == 0 {
+		servers, comps := st.rebalanceCandidates(views, moving)
+		for _, m := range planRebalance(servers, comps, s.cfg.RebalanceSpread, rebalanceBatch*s.cfg.RebuildParallel) {
+			plan[m.c.key] = &task{key: m.c.key, gen: m.c.gen, from: m.c.from, reason: "rebalance", to: m.to, size: m.c.size}
+		}
+	}
 	s.fsm.mu.RUnlock()
 	if len(forget) > 0 {
 		slices.Sort(forget)
@@ -300,7 +348,7 @@ func (s *Server) scanRebuilds() {
 			delete(rb.tasks, k)
 			continue
 		}
-		if p.reason != t.reason || p.found != t.found {
+		if p.reason != t.reason || p.found != t.found || p.reason == "rebalance" && p.to != t.to {
 			continue // another job for the component: start afresh
 		}
 		p.state, p.detail, p.retry, p.fails, p.to = t.state, t.detail, t.retry, t.fails, t.to
@@ -367,7 +415,13 @@ type outcome struct {
 // run rebuilds one component and files the outcome.
 func (rb *rebuilder) run(ctx context.Context, t *task, term uint64) {
 	out, err := rb.s.rebuildOne(ctx, t, term)
-	if err != nil && ctx.Err() == nil {
+	switch {
+	case errors.Is(err, errNotLeaderTerm) && ctx.Err() == nil:
+		// Not the task's fault: the next leader (maybe this node again)
+		// resumes the copy from its last checkpoint.
+		out = outcome{state: "queued", detail: "leadership changed: resumes from the last checkpoint"}
+		rb.s.log.Info("rebuild_interrupted", "inode", t.key.Ino, "comp", t.key.Comp, "to", t.to, "term", term, "copied", t.copied)
+	case err != nil && ctx.Err() == nil:
 		out = outcome{state: "failed", detail: err.Error()}
 		rb.s.log.Warn("rebuild_failed", "inode", t.key.Ino, "comp", t.key.Comp, "from", t.from, "to", t.to, "err", err)
 	}
@@ -396,6 +450,9 @@ func (rb *rebuilder) run(ctx context.Context, t *task, term uint64) {
 		t.fails++
 		t.state, t.detail = "queued", out.detail
 		t.retry = now.Add(min(iv<<min(t.fails, 8), time.Minute))
+		return
+	case "queued":
+		t.state, t.detail, t.retry = out.state, out.detail, now
 		return
 	}
 	t.state, t.detail = out.state, out.detail
@@ -541,6 +598,19 @@ func joinPath(parts []string) string {
 			out += "/"
 		}
 		out += p
+	}
+	return out
+}
+
+// runningMoves returns the rebalancing moves under way.
+func (rb *rebuilder) runningMoves() []move {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	var out []move
+	for _, t := range rb.tasks {
+		if t.state == "running" && t.reason == "rebalance" {
+			out = append(out, move{c: movable{key: t.key, gen: t.gen, from: t.from, size: t.size}, to: t.to})
+		}
 	}
 	return out
 }

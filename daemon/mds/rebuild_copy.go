@@ -169,6 +169,27 @@ func (s *Server) pickTarget(fs fileSnap, t *task, term uint64, views map[string]
 		_, registered := fs.addrs[id]
 		return known && registered && v.up && !v.draining && id != from && !used[fs.nodes[id]] && !fs.strays[id] && v.free >= need
 	}
+	// An earlier attempt's target is kept when the copy got partway
+	// through (Done) or this node made the attempt: at once if this node
+	// made it (its attempt has ended: this one replaces it), else once the
+	// leader that made it has surely stopped writing.
+	mine := fs.hasIntent && s.rb.ledTerm(fs.intent.Term)
+	if in := fs.intent; fs.hasIntent && in.Gen == t.gen && (in.Done > 0 || mine) && !in.Dirty && in.Term != term && good(in.To) {
+		if !mine {
+			if wait := s.fenceOld() - s.clock().Sub(s.leases.office()); wait > 0 {
+				return "", outcome{state: "waiting", detail: fmt.Sprintf("resumes onto %s at %s of %s in %v, once the previous leader has stopped", in.To, layout.FormatSize(int64(in.Done)), layout.FormatSize(int64(need)), wait.Round(time.Millisecond))}
+			}
+		}
+		return in.To, outcome{}
+	}
+	// A move planned by rebalancing goes where it was planned, or is
+	// planned again.
+	if t.reason == "rebalance" {
+		if good(t.to) {
+			return t.to, outcome{}
+		}
+		return "", outcome{state: "gone"}
+	}
 	// An intent of this term is resumed onto its target; one of an earlier
 	// leader is not (that leader may still be writing to it, if it has not
 	// noticed yet that it lost office): its target becomes a stray.
@@ -245,7 +266,10 @@ func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome,
 	}
 	comp := int(t.key.Comp)
 	views := s.reg.views()
-	if fv := views[t.from]; !fs.stale[t.key.Comp] && !fv.draining && (fv.up || fv.downFor < s.cfg.RebuildDelay) {
+	// An intent of an earlier leader (reason resume) whose data server is
+	// still down goes on: that leader found it down for RebuildDelay, and
+	// this one's count of how long it has been down started at its office.
+	if fv := views[t.from]; t.reason != "rebalance" && !fs.stale[t.key.Comp] && !fv.draining && (fv.up || fv.downFor < s.cfg.RebuildDelay && t.reason != "resume") {
 		// Healed meanwhile: the mark was cleared, the server is back.
 		if fs.hasIntent {
 			if _, err := s.apply(cmdRebuildAbort, &rebuildAbortCmd{Ino: fs.ino, Comp: t.key.Comp, Now: s.now()}); err != nil {
@@ -269,16 +293,26 @@ func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome,
 	if to == "" {
 		return out, nil
 	}
+	// Resume where an earlier attempt onto the same target got to, unless
+	// the file was granted for writing since (Dirty).
+	var resume uint64
+	if in := fs.intent; fs.hasIntent && in.To == to && in.Gen == t.gen && !in.Dirty {
+		resume = in.Done
+	}
 	s.rb.mu.Lock()
 	t.to = to
+	t.copied = resume
 	s.rb.mu.Unlock()
-	if !fs.hasIntent || fs.intent.To != to || fs.intent.Gen != t.gen || fs.intent.Term != term {
+	if in := fs.intent; !fs.hasIntent || in.To != to || in.Gen != t.gen || in.Term != term || in.Dirty {
 		if !s.leads(term) {
 			return outcome{}, errNotLeaderTerm
 		}
-		if _, err := s.apply(cmdRebuildStart, &rebuildStartCmd{Ino: fs.ino, Gen: t.gen, Comp: t.key.Comp, From: t.from, To: to, Now: s.now(), Term: term}); err != nil {
+		if _, err := s.apply(cmdRebuildStart, &rebuildStartCmd{Ino: fs.ino, Gen: t.gen, Comp: t.key.Comp, From: t.from, To: to, Now: s.now(), Term: term, Done: resume}); err != nil {
 			return outcome{}, fmt.Errorf("record rebuild intent: %w", err)
 		}
+	}
+	if resume > 0 {
+		s.log.Info("rebuild_resumed", "inode", fs.ino, "comp", comp, "to", to, "from_offset", resume)
 	}
 	size, err := s.rebuildSize(ctx, fs, comp, src)
 	if err != nil {
@@ -287,7 +321,7 @@ func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome,
 	s.rb.mu.Lock()
 	t.size = size
 	s.rb.mu.Unlock()
-	if err := s.copyComponent(ctx, t, term, fs, src, to, size); err != nil {
+	if err := s.copyComponent(ctx, t, term, wt, fs, src, to, size, resume); err != nil {
 		return outcome{}, err
 	}
 	why, err = s.wr.swap(wt, func() error {
@@ -368,8 +402,13 @@ func (s *Server) rebuildSize(ctx context.Context, fs fileSnap, comp int, src *so
 	return compBytes(fs.l, size, comp), nil
 }
 
-// copyComponent writes component t.key.Comp of size bytes onto to.
-func (s *Server) copyComponent(ctx context.Context, t *task, term uint64, fs fileSnap, src *sources, to string, size uint64) error {
+// copyComponent writes component t.key.Comp of size bytes onto to, from
+// offset resume on (bytes before it are on to already: an earlier
+// attempt's, complete and durable). Every rebuildCheckpointEvery it makes
+// the copied prefix durable on to and records it (rebuildProgressCmd), so
+// that an attempt cut short by a change of leader is resumed, not redone;
+// not once the file was granted for writing during watch wt.
+func (s *Server) copyComponent(ctx context.Context, t *task, term uint64, wt *watch, fs fileSnap, src *sources, to string, size, resume uint64) error {
 	comp := int(t.key.Comp)
 	inPlace := to == t.from
 	end := size
@@ -379,7 +418,9 @@ func (s *Server) copyComponent(ctx context.Context, t *task, term uint64, fs fil
 			return err
 		}
 		end = max(size, cur)
-	} else if _, _, err := s.dsCall(ctx, fs, to, comp, rpc.DTruncate, rpc.DSReq{Size: 0}, nil, nil); err != nil {
+	} else if _, _, err := s.dsCall(ctx, fs, to, comp, rpc.DTruncate, rpc.DSReq{Size: resume}, nil, nil); err != nil {
+		// Cut to where the copy resumes: windows past it that an earlier
+		// attempt wrote are written again, zeros become holes again.
 		return err
 	}
 	involved := []string{to}
@@ -394,13 +435,20 @@ func (s *Server) copyComponent(ctx context.Context, t *task, term uint64, fs fil
 		}
 	}
 	nwin := int((end + rebuildWindow - 1) / rebuildWindow)
-	err := inParallel(ctx, nwin, rebuildInflight, func(ctx context.Context, i int) error {
+	first := int(resume / rebuildWindow)
+	ck := &checkpoint{s: s, term: term, wt: wt, fs: fs, comp: comp, to: to, end: end, next: first, recorded: first}
+	err := inParallel(ctx, nwin-first, rebuildInflight, func(ctx context.Context, j int) error {
+		i := first + j
 		off := uint64(i) * rebuildWindow
 		n := min(rebuildWindow, end-off)
-		if err := s.yield(ctx, involved); err != nil {
-			return err
-		}
-		if err := s.rb.bucket.Wait(ctx, int64(n)); err != nil {
+		// Windows take their turn at the throttle in order, so that they
+		// finish about in order and the recorded prefix keeps up.
+		if err := ck.turn(j, func() error {
+			if err := s.yield(ctx, involved); err != nil {
+				return err
+			}
+			return s.rb.bucket.Wait(ctx, int64(n))
+		}); err != nil {
 			return err
 		}
 		if !s.leads(term) {
@@ -423,6 +471,11 @@ func (s *Server) copyComponent(ctx context.Context, t *task, term uint64, fs fil
 			if _, _, err := s.dsCall(ctx, fs, to, comp, rpc.DWrite, rpc.DSReq{Off: off}, buf, nil); err != nil {
 				return err
 			}
+		}
+		// Checkpoint first: a task's progress (rebuild status) never shows
+		// bytes a checkpoint due before them has not recorded.
+		if err := ck.done(ctx, i); err != nil {
+			return err
 		}
 		s.rb.progress(t, n)
 		return nil

@@ -87,13 +87,20 @@ func (e staleEntry) set() map[uint32]bool {
 }
 
 // rebuildIntent is a component being rebuilt onto To by the leader of
-// Term.
+// Term. Done is how far the copy on To is complete and durable (a multiple
+// of the rebuild window): a later attempt onto the same target resumes
+// there (appended later: an older record decodes with 0, a fresh start).
+// Dirty is set when the file was granted for writing after the attempt
+// began (rebuildResetCmd): the bytes on To may miss a write, so Done is 0
+// and no progress is recorded until an attempt starts afresh.
 type rebuildIntent struct {
-	Ino  uint64
-	Gen  uint64
-	Comp uint32
-	To   string
-	Term uint64
+	Ino   uint64
+	Gen   uint64
+	Comp  uint32
+	To    string
+	Term  uint64
+	Done  uint64
+	Dirty bool
 }
 
 // strayKey names a component on a data server that no layout uses.
@@ -205,6 +212,26 @@ type rebuildStartCmd struct {
 	To   string
 	Now  int64
 	Term uint64
+	Done uint64 // the offset the copy resumes from (appended later: 0 in older entries)
+}
+
+// rebuildProgressCmd records that the copy of the leader of Term onto To
+// is complete and durable up to Done. An old binary may skip it: it only
+// spares a later attempt the bytes already copied.
+type rebuildProgressCmd struct {
+	Ino  uint64
+	Gen  uint64
+	Comp uint32
+	To   string
+	Term uint64
+	Done uint64
+}
+
+// rebuildResetCmd forgets the progress of every rebuild of file Ino: the
+// leader is about to grant it for writing (stale.go). An old binary may
+// skip it: it records no progress either.
+type rebuildResetCmd struct {
+	Ino uint64
 }
 
 // rebuildDoneCmd swaps component Comp of file Ino from From to To (the
@@ -334,8 +361,24 @@ func (st *state) applyRebuildStart(c *rebuildStartCmd) result {
 	if old, ok := st.rep.rebuilds[k]; ok && (old.To != c.To || old.Gen != c.Gen) && !st.inUse(old) && old.To != c.From {
 		st.rep.strays[strayKey{Ino: old.Ino, Gen: old.Gen, Col: old.Comp, DS: old.To}] = c.Now
 	}
-	st.rep.rebuilds[k] = rebuildIntent{Ino: c.Ino, Gen: c.Gen, Comp: c.Comp, To: c.To, Term: c.Term}
+	st.rep.rebuilds[k] = rebuildIntent{Ino: c.Ino, Gen: c.Gen, Comp: c.Comp, To: c.To, Term: c.Term, Done: c.Done}
 	delete(st.rep.strays, strayKey{Ino: c.Ino, Gen: c.Gen, Col: c.Comp, DS: c.To})
+	return result{}
+}
+
+// applyRebuildProgress moves the intent's Done forward; a report of an
+// attempt that is no longer the intent's (another target, generation or
+// term) changes nothing.
+func (st *state) applyRebuildProgress(c *rebuildProgressCmd) result {
+	k := compKey{Ino: c.Ino, Comp: c.Comp}
+	in, ok := st.rep.rebuilds[k]
+	if !ok || in.Gen != c.Gen || in.To != c.To || in.Term != c.Term || in.Dirty {
+		return fail(errf(syscall.ESTALE, "component %d of inode %d: no rebuild onto %s in term %d, or the file was granted for writing since", c.Comp, c.Ino, c.To, c.Term))
+	}
+	if c.Done > in.Done {
+		in.Done = c.Done
+		st.rep.rebuilds[k] = in
+	}
 	return result{}
 }
 
@@ -345,6 +388,27 @@ func (st *state) inUse(r rebuildIntent) bool {
 	n := st.get(r.Ino)
 	return n != nil && n.isFile() && n.Layout.Generation == r.Gen &&
 		int(r.Comp) < len(n.Layout.Targets) && n.Layout.Targets[r.Comp] == r.To
+}
+
+func (st *state) applyRebuildReset(c *rebuildResetCmd) result {
+	for k, in := range st.rep.rebuilds {
+		if k.Ino == c.Ino {
+			in.Done, in.Dirty = 0, true
+			st.rep.rebuilds[k] = in
+		}
+	}
+	return result{}
+}
+
+// needsReset reports whether file ino has a rebuild whose progress a write
+// grant must reset; the caller holds the FSM's lock.
+func (st *state) needsReset(ino uint64) bool {
+	for k, in := range st.rep.rebuilds {
+		if k.Ino == ino && !in.Dirty {
+			return true
+		}
+	}
+	return false
 }
 
 func (st *state) applyRebuildDone(c *rebuildDoneCmd) result {
@@ -505,6 +569,10 @@ func (st *state) applyRepair(t cmdType, p any) (result, bool) {
 		return st.applyDamaged(p.(*damagedCmd)), true
 	case cmdGrantHorizon:
 		return st.applyGrantHorizon(p.(*grantHorizonCmd)), true
+	case cmdRebuildProgress:
+		return st.applyRebuildProgress(p.(*rebuildProgressCmd)), true
+	case cmdRebuildReset:
+		return st.applyRebuildReset(p.(*rebuildResetCmd)), true
 	}
 	return result{}, false
 }
@@ -531,6 +599,10 @@ func newRepairPayload(t cmdType) any {
 		return new(damagedCmd)
 	case cmdGrantHorizon:
 		return new(grantHorizonCmd)
+	case cmdRebuildProgress:
+		return new(rebuildProgressCmd)
+	case cmdRebuildReset:
+		return new(rebuildResetCmd)
 	}
 	return nil
 }

@@ -69,7 +69,28 @@ func TestRepairCommands(t *testing.T) {
 	if got := errno(d.apply(cmdRebuildStart, &rebuildStartCmd{Ino: rs.Ino, Gen: rs.Gen, Comp: 1, From: "b", To: "c", Now: 10})); got != syscall.EEXIST {
 		t.Errorf("rebuild onto a server the file uses: %v, want EEXIST", got)
 	}
-	d.must(cmdRebuildStart, &rebuildStartCmd{Ino: rs.Ino, Gen: rs.Gen, Comp: 1, From: "b", To: "g", Now: 10})
+	d.must(cmdRebuildStart, &rebuildStartCmd{Ino: rs.Ino, Gen: rs.Gen, Comp: 1, From: "b", To: "g", Now: 10, Term: 2})
+	// Progress of the intent's own attempt moves Done forward, never back;
+	// a report of another term or target changes nothing.
+	d.must(cmdRebuildProgress, &rebuildProgressCmd{Ino: rs.Ino, Gen: rs.Gen, Comp: 1, To: "g", Term: 2, Done: 4 << 20})
+	d.must(cmdRebuildProgress, &rebuildProgressCmd{Ino: rs.Ino, Gen: rs.Gen, Comp: 1, To: "g", Term: 2, Done: 2 << 20})
+	if got := errno(d.apply(cmdRebuildProgress, &rebuildProgressCmd{Ino: rs.Ino, Gen: rs.Gen, Comp: 1, To: "g", Term: 1, Done: 8 << 20})); got != syscall.ESTALE {
+		t.Errorf("progress of an earlier term: %v, want ESTALE", got)
+	}
+	if got := st.rep.rebuilds[compKey{Ino: rs.Ino, Comp: 1}].Done; got != 4<<20 {
+		t.Fatalf("intent done %d, want %d", got, 4<<20)
+	}
+	// A write grant resets it: the copy may miss the write. No progress is
+	// recorded until an attempt starts afresh.
+	d.must(cmdRebuildReset, &rebuildResetCmd{Ino: rs.Ino})
+	if got := errno(d.apply(cmdRebuildProgress, &rebuildProgressCmd{Ino: rs.Ino, Gen: rs.Gen, Comp: 1, To: "g", Term: 2, Done: 6 << 20})); got != syscall.ESTALE {
+		t.Errorf("progress after a write grant: %v, want ESTALE", got)
+	}
+	if in := st.rep.rebuilds[compKey{Ino: rs.Ino, Comp: 1}]; in.Done != 0 || !in.Dirty {
+		t.Fatalf("after a reset: %+v", in)
+	}
+	d.must(cmdRebuildStart, &rebuildStartCmd{Ino: rs.Ino, Gen: rs.Gen, Comp: 1, From: "b", To: "g", Now: 10, Term: 3})
+	d.must(cmdRebuildProgress, &rebuildProgressCmd{Ino: rs.Ino, Gen: rs.Gen, Comp: 1, To: "g", Term: 3, Done: 2 << 20})
 	d.must(cmdRebuildDone, &rebuildDoneCmd{Ino: rs.Ino, Gen: rs.Gen, Comp: 1, From: "b", To: "g", Now: 11})
 	n := st.get(rs.Ino)
 	if n.Layout.Targets[1] != "g" || !reflect.DeepEqual(st.staleList(n), []uint32{4}) {
@@ -209,6 +230,8 @@ func FuzzDecodeRepairCommand(f *testing.F) {
 		{cmdStrayPurge, &strayPurgeCmd{Keys: []strayKey{{Ino: 5, Gen: 1, Col: 2, DS: "a"}}}},
 		{cmdDamaged, &damagedCmd{Rec: damagedRecord{Ino: 5, Gen: 1, Col: 0, DS: "a", Blocks: []uint64{3, 9}, BlockSize: 65536, Found: 11}}},
 		{cmdGrantHorizon, &grantHorizonCmd{Until: 12, Term: 4}},
+		{cmdRebuildProgress, &rebuildProgressCmd{Ino: 5, Gen: 1, Comp: 2, To: "c", Term: 3, Done: 4 << 20}},
+		{cmdRebuildReset, &rebuildResetCmd{Ino: 5}},
 	} {
 		f.Add(encodeCommand(c.t, c.p))
 	}
@@ -227,7 +250,7 @@ func FuzzDecodeRepairCommand(f *testing.F) {
 func FuzzSnapshotRepair(f *testing.F) {
 	st := newState()
 	st.rep.stale[5] = staleEntry{Ino: 5, Gen: 1, Comps: []staleComp{{Comp: 1, Reason: "write"}}}
-	st.rep.rebuilds[compKey{Ino: 5, Comp: 2}] = rebuildIntent{Ino: 5, Gen: 1, Comp: 2, To: "c", Term: 2}
+	st.rep.rebuilds[compKey{Ino: 5, Comp: 2}] = rebuildIntent{Ino: 5, Gen: 1, Comp: 2, To: "c", Term: 2, Done: 2 << 20}
 	st.rep.strays[strayKey{Ino: 5, Gen: 1, Col: 3, DS: "d"}] = 4
 	st.rep.draining["ds3"] = true
 	st.rep.damaged[damagedKey{Ino: 6, Gen: 1, Col: 0}] = damagedRecord{Ino: 6, Gen: 1, DS: "a", Blocks: []uint64{1}, BlockSize: 4096}

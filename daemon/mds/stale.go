@@ -177,6 +177,13 @@ func (w *writers) watch(ino uint64) *watch {
 	return wt
 }
 
+// clean reports whether no write grant was made during watch wt.
+func (w *writers) clean(wt *watch) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !wt.dirty
+}
+
 // unwatch ends a watch.
 func (w *writers) unwatch(wt *watch) {
 	w.mu.Lock()
@@ -323,6 +330,18 @@ func (s *Server) layoutFor(_ context.Context, ino uint64, write, open bool) (*rp
 			return nil, err
 		}
 		s.wr.grant(ino, exp, open)
+		// A rebuild's recorded progress may miss this writer's bytes:
+		// forget it before the writer has the layout. (After the grant:
+		// an attempt that checks its watch before recording progress sees
+		// the grant, or its record comes before this reset.)
+		s.fsm.mu.RLock()
+		reset := s.fsm.st.needsReset(ino)
+		s.fsm.mu.RUnlock()
+		if reset {
+			if _, err := s.apply(cmdRebuildReset, &rebuildResetCmd{Ino: ino}); err != nil {
+				return nil, err
+			}
+		}
 	}
 	s.fsm.mu.RLock()
 	n, err := s.fsm.st.node(ino)

@@ -191,6 +191,22 @@ func (c *Cluster) StartDS(ctx context.Context, i int) error {
 	return nil
 }
 
+// AddDS starts a new data server (the next id, a free address, a new
+// directory), as an admin adds one to a running cluster, and returns its
+// index.
+func (c *Cluster) AddDS(ctx context.Context) (int, error) {
+	addr, err := resolve("")
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	i := len(c.ds)
+	c.ds = append(c.ds, nil)
+	c.o.DSAddrs = append(c.o.DSAddrs, addr)
+	c.mu.Unlock()
+	return i, c.StartDS(ctx, i)
+}
+
 // StopDS stops data server i.
 func (c *Cluster) StopDS(i int) error {
 	c.mu.Lock()

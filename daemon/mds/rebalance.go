@@ -1,0 +1,199 @@
+package mds
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
+
+// Rebalancing. A data server that joins an existing cluster starts empty,
+// and new files alone fill it slowly; an admin expects the data to spread
+// over it, as after `ceph osd in` or a BeeGFS/Lustre migration. When the
+// fill (used bytes / capacity, as the data servers report them) of two
+// data servers that are up and not draining differs by more than
+// RebalanceSpread, the rebuild manager moves components from the fullest
+// to the emptiest until the spread of what the layouts place is under half
+// of it. A move is a rebuild with reason "rebalance": copied from the
+// component itself (from redundancy if it fails), throttled and yielding
+// to foreground I/O with the other rebuilds, swapped into the layout once
+// the file has no writer, the old copy collected as a stray. Moves are
+// planned only when no component needs a rebuild for redundancy, a drain
+// or a scrub repair, at most rebalanceBatch at a time; every scan plans
+// them afresh, so they survive a change of leader like any rebuild.
+
+// rebalanceBatch bounds the moves one scan plans (per RebuildParallel).
+const rebalanceBatch = 4
+
+// rebalanceServer is one data server as rebalancing sees it.
+type rebalanceServer struct {
+	id       string
+	node     string
+	capacity float64
+	bytes    float64 // what the layouts place on it, with the planned moves
+}
+
+func (r *rebalanceServer) fill() float64 { return r.bytes / r.capacity }
+
+// movable is one component rebalancing may move.
+type movable struct {
+	key   compKey
+	gen   uint64
+	from  string
+	size  uint64
+	nodes map[string]bool // the nodes of the file's other components
+}
+
+// move is one planned move.
+type move struct {
+	c  movable
+	to string
+}
+
+// needsRebalance reports whether the reported fills of the data servers
+// that are up and not draining differ by more than spread: the cheap test
+// before a scan reads every layout.
+func needsRebalance(views map[string]dsView, spread float64) bool {
+	if spread <= 0 {
+		return false
+	}
+	lo, hi, n := 2.0, -1.0, 0
+	for _, v := range views {
+		if !v.up || v.draining || v.capacity == 0 {
+			continue
+		}
+		used := v.capacity - min(v.free, v.capacity)
+		f := float64(used) / float64(v.capacity)
+		lo, hi, n = min(lo, f), max(hi, f), n+1
+	}
+	return n >= 2 && hi-lo > spread
+}
+
+// rebalanceCandidates lists the servers rebalancing may use and the
+// components it may move, from the layouts; running moves are counted
+// where they go. The caller holds the FSM's lock.
+func (st *state) rebalanceCandidates(views map[string]dsView, running []move) (map[string]*rebalanceServer, []movable) {
+	servers := map[string]*rebalanceServer{}
+	for id, v := range views {
+		if _, ok := st.ds[id]; ok && v.up && !v.draining && v.capacity > 0 {
+			servers[id] = &rebalanceServer{id: id, node: st.nodeOf(id), capacity: float64(v.capacity)}
+		}
+	}
+	busy := map[compKey]bool{}
+	for _, m := range running {
+		busy[m.c.key] = true
+		if s := servers[m.c.from]; s != nil {
+			s.bytes -= float64(m.c.size)
+		}
+		if s := servers[m.to]; s != nil {
+			s.bytes += float64(m.c.size)
+		}
+	}
+	var comps []movable
+	for ino, n := range st.inodes {
+		if !n.isFile() {
+			continue
+		}
+		l := n.Layout
+		stale := st.staleOf(n)
+		for comp, id := range l.Targets {
+			size := compBytes(l, n.Size, comp)
+			s := servers[id]
+			if s == nil {
+				continue
+			}
+			s.bytes += float64(size)
+			k := compKey{Ino: ino, Comp: uint32(comp)}
+			if _, rebuilding := st.rep.rebuilds[k]; size == 0 || rebuilding || busy[k] || stale.has(k.Comp) {
+				continue
+			}
+			nodes := map[string]bool{}
+			for j, o := range l.Targets {
+				if j != comp {
+					nodes[st.nodeOf(o)] = true
+				}
+			}
+			comps = append(comps, movable{key: k, gen: l.Generation, from: id, size: size, nodes: nodes})
+		}
+	}
+	return servers, comps
+}
+
+// planRebalance chooses up to limit moves that bring the fills of servers
+// within spread/2 of each other: each from the fullest server, of its
+// largest component that does not overshoot the mean, to the emptiest
+// server on a node the file does not use. It changes servers' bytes.
+func planRebalance(servers map[string]*rebalanceServer, comps []movable, spread float64, limit int) []move {
+	if len(servers) < 2 || spread <= 0 {
+		return nil
+	}
+	var total, capacity float64
+	for _, s := range servers {
+		total += s.bytes
+		capacity += s.capacity
+	}
+	mean := total / capacity
+	byServer := map[string][]movable{}
+	for _, c := range comps {
+		byServer[c.from] = append(byServer[c.from], c)
+	}
+	for _, cs := range byServer {
+		slices.SortFunc(cs, func(a, b movable) int {
+			return cmp.Or(cmp.Compare(b.size, a.size), cmp.Compare(a.key.Ino, b.key.Ino), cmp.Compare(a.key.Comp, b.key.Comp))
+		})
+	}
+	order := slices.Sorted(maps.Keys(servers))
+	byFill := func(desc bool) []*rebalanceServer {
+		out := make([]*rebalanceServer, 0, len(order))
+		for _, id := range order {
+			out = append(out, servers[id])
+		}
+		slices.SortStableFunc(out, func(a, b *rebalanceServer) int {
+			if desc {
+				return cmp.Compare(b.fill(), a.fill())
+			}
+			return cmp.Compare(a.fill(), b.fill())
+		})
+		return out
+	}
+	moved := map[compKey]bool{}
+	exhausted := map[string]bool{}
+	var out []move
+	for len(out) < limit {
+		var src *rebalanceServer
+		for _, s := range byFill(true) {
+			if !exhausted[s.id] {
+				src = s
+				break
+			}
+		}
+		if src == nil {
+			break
+		}
+		found := false
+		for _, dst := range byFill(false) {
+			if dst == src || src.fill()-dst.fill() <= spread/2 {
+				break
+			}
+			// Move no more than brings src down to the mean or dst up to it.
+			room := min((src.fill()-mean)*src.capacity, (mean-dst.fill())*dst.capacity)
+			for _, c := range byServer[src.id] {
+				if moved[c.key] || c.nodes[dst.node] || float64(c.size) > room {
+					continue
+				}
+				moved[c.key] = true
+				src.bytes -= float64(c.size)
+				dst.bytes += float64(c.size)
+				out = append(out, move{c: c, to: dst.id})
+				found = true
+				break
+			}
+			if found {
+				break
+			}
+		}
+		if !found {
+			exhausted[src.id] = true
+		}
+	}
+	return out
+}
