@@ -2,11 +2,15 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
+
+// joinStartGrace is how long JoinDS waits for a data server to answer.
+const joinStartGrace = 5 * time.Second
 
 // JoinDS waits until the data server answering at addr (already started,
 // with this namespace's MDS and secret) is registered and up, and returns
@@ -14,11 +18,24 @@ import (
 // admin's check that a new one has joined.
 func (c *Client) JoinDS(ctx context.Context, addr string) (*rpc.DSInfo, error) {
 	var info rpc.DSInfoResp
-	if err := c.rpc.Call(ctx, addr, rpc.DInfo, &rpc.Empty{}, &info); err != nil {
-		return nil, fmt.Errorf("no data server answers at %s (start it first: strata ds --id ID --mds ... --listen %s): %w", addr, addr, err)
-	}
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
+	// One that is still starting (its listener not up yet) gets a few
+	// seconds: an admin may start it and add it in one breath.
+	until := time.Now().Add(joinStartGrace)
+	for {
+		err := c.rpc.Call(ctx, addr, rpc.DInfo, &rpc.Empty{}, &info)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, rpc.ErrUnavailable) || time.Now().After(until) || ctx.Err() != nil {
+			return nil, fmt.Errorf("no data server answers at %s (start it first: strata ds --id ID --mds ... --listen %s): %w", addr, addr, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
 	for {
 		cl, err := c.Cluster(ctx)
 		if err != nil {

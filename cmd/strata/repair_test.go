@@ -70,15 +70,12 @@ func TestAdminDSAdd(t *testing.T) {
 	cl := testcluster.Start(t, 3)
 	env := map[string]string{"STRATA_MDS": cl.MDSAddr()}
 	ctx := testcluster.Context(t, time.Minute)
-	// ds3 leaves (its heartbeats stop), then comes back as a new server would.
-	if err := cl.StopDS(2); err != nil {
+	i, err := cl.AddDS(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.StartDS(ctx, 2); err != nil {
-		t.Fatal(err)
-	}
-	out := strata(t, env, "admin", "ds", "add", cl.DSAddr(2)).ok(t).stdout
-	if !strings.HasPrefix(out, "ds3 joined at "+cl.DSAddr(2)) || !strings.Contains(out, ": up,") {
+	out := strata(t, env, "admin", "ds", "add", cl.DSAddr(i)).ok(t).stdout
+	if !strings.HasPrefix(out, "ds4 joined at "+cl.DSAddr(i)) || !strings.Contains(out, ": up,") || !strings.Contains(out, "rebalance_spread") {
 		t.Fatalf("ds add:\n%s", out)
 	}
 	strata(t, env, "admin", "ds", "add", "127.0.0.1:1").fails(t, 1, "no data server answers at 127.0.0.1:1")

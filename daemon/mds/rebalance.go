@@ -3,6 +3,7 @@ package mds
 import (
 	"cmp"
 	"maps"
+	"math"
 	"slices"
 )
 
@@ -13,7 +14,7 @@ import (
 // data servers that are up and not draining differs by more than
 // RebalanceSpread, the rebuild manager moves components from the fullest
 // to the emptiest until the spread of what the layouts place is under half
-// of it. A move is a rebuild with reason "rebalance": copied from the
+// of it, or no move narrows it (components are indivisible). A move is a rebuild with reason "rebalance": copied from the
 // component itself (from redundancy if it fails), throttled and yielding
 // to foreground I/O with the other rebuilds, swapped into the layout once
 // the file has no writer, the old copy collected as a stray. Moves are
@@ -119,19 +120,16 @@ func (st *state) rebalanceCandidates(views map[string]dsView, running []move) (m
 }
 
 // planRebalance chooses up to limit moves that bring the fills of servers
-// within spread/2 of each other: each from the fullest server, of its
-// largest component that does not overshoot the mean, to the emptiest
-// server on a node the file does not use. It changes servers' bytes.
+// within spread/2 of each other. Each move is from the fullest server
+// that has a useful one, to one of the emptiest on a node the file does
+// not use, of the component whose move leaves the two servers' fills
+// closest; a move must narrow the gap between the two (so every move
+// lowers the variance of the fills, and planning ends). It changes
+// servers' bytes.
 func planRebalance(servers map[string]*rebalanceServer, comps []movable, spread float64, limit int) []move {
 	if len(servers) < 2 || spread <= 0 {
 		return nil
 	}
-	var total, capacity float64
-	for _, s := range servers {
-		total += s.bytes
-		capacity += s.capacity
-	}
-	mean := total / capacity
 	byServer := map[string][]movable{}
 	for _, c := range comps {
 		byServer[c.from] = append(byServer[c.from], c)
@@ -142,25 +140,24 @@ func planRebalance(servers map[string]*rebalanceServer, comps []movable, spread 
 		})
 	}
 	order := slices.Sorted(maps.Keys(servers))
-	byFill := func(desc bool) []*rebalanceServer {
+	byFill := func() []*rebalanceServer {
 		out := make([]*rebalanceServer, 0, len(order))
 		for _, id := range order {
 			out = append(out, servers[id])
 		}
-		slices.SortStableFunc(out, func(a, b *rebalanceServer) int {
-			if desc {
-				return cmp.Compare(b.fill(), a.fill())
-			}
-			return cmp.Compare(a.fill(), b.fill())
-		})
+		slices.SortStableFunc(out, func(a, b *rebalanceServer) int { return cmp.Compare(b.fill(), a.fill()) })
 		return out
 	}
 	moved := map[compKey]bool{}
 	exhausted := map[string]bool{}
 	var out []move
 	for len(out) < limit {
+		ss := byFill()
+		if ss[0].fill()-ss[len(ss)-1].fill() <= spread/2 {
+			break
+		}
 		var src *rebalanceServer
-		for _, s := range byFill(true) {
+		for _, s := range ss {
 			if !exhausted[s.id] {
 				src = s
 				break
@@ -169,31 +166,36 @@ func planRebalance(servers map[string]*rebalanceServer, comps []movable, spread 
 		if src == nil {
 			break
 		}
-		found := false
-		for _, dst := range byFill(false) {
-			if dst == src || src.fill()-dst.fill() <= spread/2 {
+		best, bestGap := move{}, -1.0
+		for j, tried := len(ss)-1, 0; j >= 0 && tried < rebalanceTargets; j-- {
+			dst := ss[j]
+			gap := src.fill() - dst.fill()
+			if dst == src || gap <= spread/2 {
 				break
 			}
-			// Move no more than brings src down to the mean or dst up to it.
-			room := min((src.fill()-mean)*src.capacity, (mean-dst.fill())*dst.capacity)
+			tried++
 			for _, c := range byServer[src.id] {
-				if moved[c.key] || c.nodes[dst.node] || float64(c.size) > room {
+				if moved[c.key] || c.nodes[dst.node] {
 					continue
 				}
-				moved[c.key] = true
-				src.bytes -= float64(c.size)
-				dst.bytes += float64(c.size)
-				out = append(out, move{c: c, to: dst.id})
-				found = true
-				break
-			}
-			if found {
-				break
+				x := float64(c.size)
+				after := math.Abs((src.bytes-x)/src.capacity - (dst.bytes+x)/dst.capacity)
+				if after < gap-1e-12 && (bestGap < 0 || after < bestGap) {
+					best, bestGap = move{c: c, to: dst.id}, after
+				}
 			}
 		}
-		if !found {
+		if bestGap < 0 {
 			exhausted[src.id] = true
+			continue
 		}
+		moved[best.c.key] = true
+		src.bytes -= float64(best.c.size)
+		servers[best.to].bytes += float64(best.c.size)
+		out = append(out, best)
 	}
 	return out
 }
+
+// rebalanceTargets is how many of the emptiest servers a move considers.
+const rebalanceTargets = 4
