@@ -193,7 +193,11 @@ func printDS(w io.Writer, r *rpc.DSListResp) error {
 		if c := d.Info.Capacity; c > 0 {
 			fill = fmt.Sprintf("%.0f%%", 100*float64(c-min(d.Info.Free, c))/float64(c))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.1f\n", d.Info.ID, state, d.Info.Node, d.Info.Addr, d.Components, d.Stale, size(d.Bytes), size(d.Info.Free), fill, d.Info.Load)
+		node := d.Info.Node
+		if d.Info.Rack != "" {
+			node += " (rack " + d.Info.Rack + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.1f\n", d.Info.ID, state, node, d.Info.Addr, d.Components, d.Stale, size(d.Bytes), size(d.Info.Free), fill, d.Info.Load)
 	}
 	return tw.Flush()
 }

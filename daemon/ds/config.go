@@ -32,6 +32,7 @@ type Config struct {
 	MDS               string        // MDS RPC address(es), comma separated, for heartbeats; "" = no heartbeats
 	Secret            []byte        // cluster secret, len capability.SecretSize; required
 	Node              string        // failure domain reported to the MDS; default ID
+	Rack              string        // a wider failure domain: no two columns of a file in one rack; default none (the node is the domain)
 	Capacity          uint64        // bytes; 0 = total size of the file system holding Dir
 	HeartbeatInterval time.Duration // default 1s; the MDS reply's IntervalMs overrides when non-zero
 	BlockSize         int           // checksum block size; default 64 KiB; a power of two in [4 KiB, 16 MiB]

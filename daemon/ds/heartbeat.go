@@ -65,6 +65,7 @@ func (h *heartbeater) beat(ctx context.Context) {
 		Capacity: capacity,
 		Free:     free,
 		Load:     h.load(),
+		Rack:     s.cfg.Rack,
 	}
 	// Try every MDS address once, starting with the last one that
 	// answered, so a failed-over leader is found within one beat.

@@ -253,7 +253,7 @@ func (st *state) applyCommit(c *commitCmd) result {
 }
 
 func (st *state) applyRegister(c *registerCmd) result {
-	st.ds[c.ID] = dsRecord{ID: c.ID, Addr: c.Addr, Node: c.Node}
+	st.ds[c.ID] = dsRecord{ID: c.ID, Addr: c.Addr, Node: c.Node, Rack: c.Rack}
 	return result{}
 }
 

@@ -170,6 +170,7 @@ type registerCmd struct {
 	ID   string
 	Addr string
 	Node string
+	Rack string // appended later: empty in older entries
 }
 
 // purgeCmd drops orphans whose components are gone from every data server.

@@ -78,10 +78,11 @@ func (r *registry) views() map[string]dsView {
 	return out
 }
 
-// nodeOf returns the failure domain of a registered data server.
+// nodeOf returns the failure domain of a registered data server: its
+// rack if it has one, else its node (failureDomain).
 func (st *state) nodeOf(id string) string {
-	if d, ok := st.ds[id]; ok && d.Node != "" {
-		return d.Node
+	if d, ok := st.ds[id]; ok {
+		return failureDomain(id, d.Node, d.Rack)
 	}
 	return id
 }

@@ -130,12 +130,12 @@ func (s *Server) takeOffice(ctx context.Context) error {
 	}
 	s.leases.takeOffice()
 	s.fsm.mu.RLock()
-	ids := make([]string, 0, len(s.fsm.st.ds))
-	for id := range s.fsm.st.ds {
-		ids = append(ids, id)
+	records := make(map[string]dsRecord, len(s.fsm.st.ds))
+	for id, d := range s.fsm.st.ds {
+		records[id] = d
 	}
 	s.fsm.mu.RUnlock()
-	s.reg.takeOffice(ids)
+	s.reg.takeOffice(records)
 	s.log.Info("mds_took_office", "term", r.CurrentTerm(), "rpc_addr", s.rpcAddr())
 	return ctx.Err()
 }

@@ -423,11 +423,11 @@ func (s *Server) heartbeat(_ context.Context, r *rpc.HeartbeatReq) (*rpc.Heartbe
 	s.fsm.mu.RLock()
 	rec, ok := s.fsm.st.ds[r.ID]
 	s.fsm.mu.RUnlock()
-	if !ok || rec.Addr != r.Addr || rec.Node != r.Node {
-		if _, err := s.apply(cmdRegisterDS, &registerCmd{ID: r.ID, Addr: r.Addr, Node: r.Node}); err != nil {
+	if !ok || rec.Addr != r.Addr || rec.Node != r.Node || rec.Rack != r.Rack {
+		if _, err := s.apply(cmdRegisterDS, &registerCmd{ID: r.ID, Addr: r.Addr, Node: r.Node, Rack: r.Rack}); err != nil {
 			return nil, err
 		}
-		s.log.Info("ds_registered", "ds_id", r.ID, "ds_addr", r.Addr, "node", r.Node)
+		s.log.Info("ds_registered", "ds_id", r.ID, "ds_addr", r.Addr, "node", r.Node, "rack", r.Rack)
 	}
 	if s.reg.beat(r) {
 		s.kickGC() // its orphans can be collected now

@@ -15,7 +15,8 @@ import (
 // when one of its servers may have timed out.
 type placeable struct {
 	cands      []layout.Candidate
-	nodes      int
+	nodes      int  // distinct failure domains
+	racks      bool // some are racks
 	validUntil time.Time // the earliest time one of cands stops being up
 	dirty      bool
 }
@@ -23,7 +24,7 @@ type placeable struct {
 // rebuildLocked recomputes the placement view; r.mu is held.
 func (r *registry) rebuildLocked(now time.Time) {
 	v := &r.view
-	v.cands, v.validUntil, v.dirty = v.cands[:0], time.Time{}, false
+	v.cands, v.validUntil, v.dirty, v.racks = v.cands[:0], time.Time{}, false, false
 	nodes := map[string]struct{}{}
 	for id, d := range r.ds {
 		if !r.isUp(d, now) || d.free == 0 || r.draining[id] {
@@ -35,6 +36,7 @@ func (r *registry) rebuildLocked(now time.Time) {
 			node = id
 		}
 		nodes[node] = struct{}{}
+		v.racks = v.racks || d.rack
 		if until := d.lastSeen.Add(r.timeout); v.validUntil.IsZero() || until.Before(v.validUntil) {
 			v.validUntil = until
 		}
@@ -66,7 +68,7 @@ func (r *registry) place(p layout.Policy, widthSet bool) (layout.Layout, error) 
 	}
 	p.Width = w
 	if need := p.Components(); need > usable {
-		return layout.Layout{}, fmt.Errorf("layout %s needs %d data servers on distinct nodes, only %d are up", needs(p), need, usable)
+		return layout.Layout{}, fmt.Errorf("layout %s needs %d data servers on distinct %s, only %d are up", needs(p), need, domains(r.view.racks), usable)
 	}
 	targets, err := layout.Place(r.view.cands, p.Components(), r.rnd)
 	if err != nil {
@@ -83,16 +85,36 @@ func (st *state) fits(p layout.Policy) error {
 		return nil // a unit alone needs nothing
 	}
 	nodes := map[string]bool{}
+	racks := false
 	for id, d := range st.ds {
-		if d.Node != "" {
-			id = d.Node
-		}
-		nodes[id] = true
+		nodes[failureDomain(id, d.Node, d.Rack)] = true
+		racks = racks || d.Rack != ""
 	}
 	if need := p.Components(); need > len(nodes) {
-		return fmt.Errorf("%s needs %d data servers on distinct nodes, %d registered", needs(p), need, len(nodes))
+		return fmt.Errorf("%s needs %d data servers on distinct %s, %d registered", needs(p), need, domains(racks), len(nodes))
 	}
 	return nil
+}
+
+// failureDomain is what placement keeps the columns of a file apart by:
+// the data server's rack where one is set ("rack:" and its name), else its
+// node, else its id.
+func failureDomain(id, node, rack string) string {
+	switch {
+	case rack != "":
+		return "rack:" + rack
+	case node != "":
+		return node
+	}
+	return id
+}
+
+// domains names the failure domains in messages.
+func domains(racks bool) string {
+	if racks {
+		return "failure domains (racks, where set, else nodes)"
+	}
+	return "nodes"
 }
 
 // needs names what a layout of policy p spans data servers for.

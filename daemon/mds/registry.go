@@ -28,11 +28,12 @@ type registry struct {
 
 // dsSoft is the last heartbeat of one data server.
 type dsSoft struct {
-	node     string
+	node     string // failure domain (failureDomain): the rack if set, else the node
 	capacity uint64
 	free     uint64
 	load     float64
 	lastSeen time.Time
+	rack     bool // node is a rack
 }
 
 func newRegistry(timeout time.Duration, clock func() time.Time, seed uint64) *registry {
@@ -56,7 +57,8 @@ func (r *registry) beat(h *rpc.HeartbeatReq) (cameUp bool) {
 		r.ds[h.ID] = d
 	}
 	cameUp = !r.isUp(d, now)
-	d.node, d.capacity, d.free, d.load, d.lastSeen = h.Node, h.Capacity, h.Free, h.Load, now
+	d.node, d.capacity, d.free, d.load, d.lastSeen = failureDomain(h.ID, h.Node, h.Rack), h.Capacity, h.Free, h.Load, now
+	d.rack = h.Rack != ""
 	r.view.dirty = true
 	return cameUp
 }
@@ -77,7 +79,7 @@ func (r *registry) up(id string) bool {
 func (r *registry) info(rec dsRecord, now time.Time) rpc.DSInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	in := rpc.DSInfo{ID: rec.ID, Addr: rec.Addr, Node: rec.Node, State: "down"}
+	in := rpc.DSInfo{ID: rec.ID, Addr: rec.Addr, Node: rec.Node, Rack: rec.Rack, State: "down"}
 	if d := r.ds[rec.ID]; d != nil {
 		in.Capacity, in.Free, in.Load, in.LastSeen = d.capacity, d.free, d.load, d.lastSeen.UnixNano()
 		if r.isUp(d, now) {
@@ -105,14 +107,15 @@ func (r *registry) totals() (capacity, free uint64, up int) {
 // takeOffice gives every registered data server one timeout of grace when
 // this node becomes the leader: they were heartbeating the old leader, and
 // will find this one within an interval.
-func (r *registry) takeOffice(ids []string) {
+func (r *registry) takeOffice(known map[string]dsRecord) {
 	now := r.clock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, id := range ids {
+	for id, rec := range known {
 		if d := r.ds[id]; d == nil {
-			// Unknown space: placeable, all alike, until its first heartbeat.
-			r.ds[id] = &dsSoft{capacity: 1, free: 1, lastSeen: now}
+			// Unknown space: placeable, all alike, until its first
+			// heartbeat; its failure domain is the registered one.
+			r.ds[id] = &dsSoft{node: failureDomain(id, rec.Node, rec.Rack), rack: rec.Rack != "", capacity: 1, free: 1, lastSeen: now}
 		} else if !r.isUp(d, now) {
 			d.lastSeen = now
 		}

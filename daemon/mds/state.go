@@ -83,6 +83,7 @@ type dsRecord struct {
 	ID   string
 	Addr string
 	Node string
+	Rack string // appended later: empty in older snapshots
 }
 
 // state is the FSM's data: the namespace, the orphan queue and the durable

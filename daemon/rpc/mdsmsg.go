@@ -285,6 +285,7 @@ type HeartbeatReq struct {
 	Capacity uint64
 	Free     uint64
 	Load     float64
+	Rack     string // appended later: empty from an older data server
 }
 
 // HeartbeatResp answers a heartbeat.
@@ -302,6 +303,7 @@ type DSInfo struct {
 	Load     float64
 	State    string // up, down
 	LastSeen int64  // unix nanoseconds
+	Rack     string // appended later; empty: none set
 }
 
 // ClusterResp answers Cluster: the MDS's role and the DS registry.
