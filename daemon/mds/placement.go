@@ -15,8 +15,8 @@ import (
 // when one of its servers may have timed out.
 type placeable struct {
 	cands      []layout.Candidate
-	nodes      int  // distinct failure domains
-	racks      bool // some are racks
+	nodes      int       // distinct failure domains
+	racks      bool      // some are racks
 	validUntil time.Time // the earliest time one of cands stops being up
 	dirty      bool
 }
