@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/internal/localcluster"
 )
 
 // daemon is a daemon command running in a goroutine of the test.
@@ -126,12 +126,11 @@ func TestDev(t *testing.T) {
 // freeAddr returns a loopback address with a port that was free.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := localcluster.FreeAddr("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // TestMDSAndDS runs the daemons as separate commands, configured by flags,

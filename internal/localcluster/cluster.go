@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -155,10 +157,33 @@ func resolve(addr string) (string, error) {
 	if port != "0" {
 		return addr, nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", fmt.Errorf("localcluster: find a free port: %w", err)
+	return FreeAddr(host)
+}
+
+// Ports FreeAddr hands out: below the kernel's ephemeral range (32768 on,
+// by default), where outgoing connections take their local ports, so a
+// stopped daemon's port is not taken by a client connection before it
+// restarts; and clear of the job tiers' MDS ports (agent PortBase 24000,
+// 2000 of them) and the dev Slurm cluster's (contrib/devcluster, 16817 to
+// about 19100).
+const (
+	freePortLo = 27000
+	freePortHi = 32700
+)
+
+// FreeAddr returns host:port with a port nothing listens on now, for a
+// daemon to listen on later (and again after a restart).
+func FreeAddr(host string) (string, error) {
+	start := rand.IntN(freePortHi - freePortLo)
+	for i := range freePortHi - freePortLo {
+		p := freePortLo + (start+i)%(freePortHi-freePortLo)
+		addr := net.JoinHostPort(host, strconv.Itoa(p))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		_ = ln.Close()
+		return addr, nil
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return "", fmt.Errorf("localcluster: no free port on %s in [%d, %d)", host, freePortLo, freePortHi)
 }
