@@ -172,18 +172,52 @@ const (
 )
 
 // FreeAddr returns host:port with a port nothing listens on now, for a
-// daemon to listen on later (and again after a restart).
+// daemon to listen on later (and again after a restart). The port stays
+// reserved to this process until it exits: an exclusive flock on a file
+// named after it (in portLockDir) keeps the test processes that run in
+// parallel from handing out the same port while its daemon is not
+// listening (before it starts, or stopped to be restarted).
 func FreeAddr(host string) (string, error) {
+	ports.mu.Lock()
+	defer ports.mu.Unlock()
+	if ports.held == nil {
+		ports.held = map[int]*os.File{}
+		if err := os.MkdirAll(portLockDir, 0o700); err != nil {
+			return "", fmt.Errorf("localcluster: %w", err)
+		}
+	}
 	start := rand.IntN(freePortHi - freePortLo)
 	for i := range freePortHi - freePortLo {
 		p := freePortLo + (start+i)%(freePortHi-freePortLo)
+		if ports.held[p] != nil {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(portLockDir, strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			return "", fmt.Errorf("localcluster: %w", err)
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+			_ = f.Close() // another process holds it
+			continue
+		}
 		addr := net.JoinHostPort(host, strconv.Itoa(p))
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
+			_ = f.Close()
 			continue
 		}
 		_ = ln.Close()
+		ports.held[p] = f
 		return addr, nil
 	}
 	return "", fmt.Errorf("localcluster: no free port on %s in [%d, %d)", host, freePortLo, freePortHi)
+}
+
+// portLockDir holds the lock files of FreeAddr's reservations.
+var portLockDir = filepath.Join(os.TempDir(), "strata-test-ports")
+
+// ports is this process's reservations.
+var ports struct {
+	mu   sync.Mutex
+	held map[int]*os.File
 }
