@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -111,6 +112,13 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 	hreq.Header.SetMethod(fasthttp.MethodPost)
 	hreq.SetRequestURI("http://" + addr + "/rpc/" + method)
 	hreq.SetBodyRaw(body)
+	// A large reply is read from the connection straight into out
+	// (readReply), not into a body buffer fasthttp would allocate for it.
+	stream := 0
+	for _, o := range out {
+		stream += len(o)
+	}
+	hresp.StreamBody = stream >= streamMin
 	err := c.host(addr).DoDeadline(hreq, hresp, deadline)
 	*bp = body[:0]
 	c.bufs.Put(bp)
@@ -119,6 +127,16 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 			return 0, ctx.Err()
 		}
 		return 0, fmt.Errorf("%w: %s %s: %v", ErrUnavailable, addr, method, err)
+	}
+	if code := hresp.StatusCode(); hresp.StreamBody && code >= 200 && code <= 299 {
+		n, err := readReply(hresp.BodyStream(), resp, out)
+		if cerr := hresp.CloseBodyStream(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%w: %s %s: reply: %v", ErrUnavailable, addr, method, err)
+		}
+		return n, nil
 	}
 	rb := hresp.Body()
 	if code := hresp.StatusCode(); code < 200 || code > 299 {
@@ -142,6 +160,55 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 		n += k
 	}
 	return n, nil
+}
+
+// readReply reads a reply frame from r: the header into resp, then the
+// data into the pieces of out in order; it returns how many data bytes it
+// read (fewer than out holds if the reply is shorter) and drains the rest.
+func readReply(r io.Reader, resp any, out [][]byte) (int, error) {
+	var b [1]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return 0, err
+	}
+	if b[0] != Version {
+		return 0, fmt.Errorf("%w: frame version %d, this binary speaks %d", ErrDecode, b[0], Version)
+	}
+	hl, err := binary.ReadUvarint(byteReader{r})
+	if err != nil || hl > maxFrameHeader {
+		return 0, fmt.Errorf("%w: bad frame header length", ErrDecode)
+	}
+	hdr := make([]byte, hl)
+	if _, err := io.ReadFull(r, hdr); err != nil {
+		return 0, err
+	}
+	if err := Unmarshal(hdr, resp); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, o := range out {
+		k, err := io.ReadFull(r, o)
+		n += k
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	_, err = io.Copy(io.Discard, r)
+	return n, err
+}
+
+// maxFrameHeader bounds a reply header read from a stream.
+const maxFrameHeader = 1 << 20
+
+// byteReader reads one byte at a time from r (a frame's length).
+type byteReader struct{ r io.Reader }
+
+func (b byteReader) ReadByte() (byte, error) {
+	var p [1]byte
+	_, err := io.ReadFull(b.r, p[:])
+	return p[0], err
 }
 
 // retryStale repeats a call when its connection turned out to be dead

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -94,6 +95,7 @@ func NewServer(mux *Mux, log *slog.Logger) *Server {
 	s.srv = &fasthttp.Server{
 		Handler:               s.serve,
 		MaxRequestBodySize:    MaxBody,
+		StreamRequestBody:     true, // large bodies go into pooled buffers (serve)
 		ReadBufferSize:        16 << 10,
 		NoDefaultServerHeader: true,
 		NoDefaultDate:         true,
@@ -130,7 +132,13 @@ func (s *Server) serve(rc *fasthttp.RequestCtx) {
 	}
 	defer func() { d.n = 0; s.pool.Put(d) }()
 
-	resp, err := h(ctx, rc.PostBody(), d)
+	in, release, err := requestBody(rc)
+	if err != nil {
+		s.fail(rc, Errorf(syscall.EINVAL, "read the request body: "+err.Error()))
+		return
+	}
+	resp, err := h(ctx, in, d)
+	release()
 	if err != nil {
 		s.fail(rc, err)
 		return
@@ -153,6 +161,24 @@ func (s *Server) serve(rc *fasthttp.RequestCtx) {
 		body = append(append(body, hdr...), d.buf[reserve:reserve+d.n]...)
 	}
 	rc.Response.SwapBody(body)
+}
+
+// requestBody returns the body of rc's request and a function that
+// releases it once the handler is done with it. A large one (a data
+// write) is read into a pooled buffer, from the connection straight into
+// it after fasthttp's first few KiB.
+func requestBody(rc *fasthttp.RequestCtx) ([]byte, func(), error) {
+	n := rc.Request.Header.ContentLength()
+	stream := rc.RequestBodyStream()
+	if n < streamMin || stream == nil {
+		return rc.PostBody(), func() {}, nil
+	}
+	p := getBuf(n)
+	if _, err := io.ReadFull(stream, *p); err != nil {
+		putBuf(p)
+		return nil, nil, err
+	}
+	return *p, func() { putBuf(p) }, nil
 }
 
 func (s *Server) fail(rc *fasthttp.RequestCtx, err error) {
