@@ -15,7 +15,7 @@ import (
 // over the columns, so the kernel's next requests find them in memory.
 const (
 	raBlock = 1 << 20 // size and alignment of a read-ahead block
-	raDepth = 4       // blocks read ahead of a sequential reader
+	raDepth = 8       // blocks read ahead of a sequential reader
 )
 
 // readahead holds one open inode's blocks read ahead. Blocks are immutable
