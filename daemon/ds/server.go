@@ -78,6 +78,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	mux := rpc.NewMux()
 	s.register(mux)
 	s.rpc = rpc.NewServer(mux, log)
+	s.rpc.StreamBodies() // writes carry MiBs
 	timeout := min(max(cfg.HeartbeatInterval, time.Second), 10*time.Second)
 	s.hb = rpc.NewClient(rpc.ClientConfig{Timeout: timeout, MaxConnsPerHost: 2})
 	return s, nil

@@ -12,8 +12,14 @@ import (
 // the pooled request buffers and the streamed reply reader: a reply
 // shorter than the caller's buffers fills what it has, a longer one fills
 // them and the rest is drained (the connection serves the next call), and
-// an error reply of a streamed call is still the remote error.
+// an error reply of a streamed call is still the remote error. The same
+// on a server that does not stream request bodies.
 func TestLargeBodies(t *testing.T) {
+	t.Run("streamed", func(t *testing.T) { testLargeBodies(t, (*Server).StreamBodies) })
+	t.Run("buffered", func(t *testing.T) { testLargeBodies(t) })
+}
+
+func testLargeBodies(t *testing.T, opts ...func(*Server)) {
 	mux := NewMux()
 	HandleData(mux, "echo", func(_ context.Context, r *DSReq, in []byte, out *Data) (*DSResp, error) {
 		if r.Off == 1 {
@@ -27,7 +33,7 @@ func TestLargeBodies(t *testing.T) {
 		out.Commit(n)
 		return &DSResp{Size: uint64(len(in))}, nil
 	})
-	addr := startServer(t, mux)
+	addr := startServerWith(t, mux, opts...)
 	c := NewClient(ClientConfig{MaxConnsPerHost: 1}) // one connection: a call left undrained would break the next
 	defer c.Close()
 	ctx := context.Background()

@@ -12,11 +12,19 @@ import (
 
 func startServer(t *testing.T, mux *Mux) string {
 	t.Helper()
+	return startServerWith(t, mux)
+}
+
+func startServerWith(t *testing.T, mux *Mux, opts ...func(*Server)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := NewServer(mux, slog.New(slog.DiscardHandler))
+	for _, o := range opts {
+		o(s)
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ln) }()
 	t.Cleanup(func() {
