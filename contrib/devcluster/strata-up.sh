@@ -97,6 +97,10 @@ start_agent() {  # start_agent NODE: (re)start a node's agent in its namespaces
 
 if [ "${1:-}" = agent ]; then
 	[ -n "${2:-}" ] || die "usage: strata-up.sh agent NODE"
+	# A restarted agent gets the flags the others got (agent.args), unless
+	# STRATA_AGENT_ARGS is set: nodes that disagree on port_slots would not
+	# find their tiers' MDS.
+	[ -n "${STRATA_AGENT_ARGS+set}" ] || STRATA_AGENT_ARGS=$(cat "$S/agent.args" 2>/dev/null || true)
 	start_agent "$2"
 	exit 0
 fi
@@ -155,6 +159,7 @@ if [ -n "$restarted" ]; then
 	done
 	say "slurmd restarted in mount namespaces of their own:$restarted"
 fi
+printf '%s\n' "${STRATA_AGENT_ARGS:-}" > "$S/agent.args"
 for n in $NODES; do start_agent "$n"; done
 say "agents up on $(echo $NODES | tr '\n' ' ')"
 

@@ -39,8 +39,9 @@ type Config struct {
 	Tier jobtier.Options
 
 	// PortBase and PortSlots place a tier's MDS: RPC port
-	// PortBase + 2*(job % PortSlots), raft the next one. Every node
-	// computes it alone.
+	// PortBase + 2*slot, raft the next one, where slot is job % PortSlots
+	// or one of the next few if that pair is taken on the first node
+	// (ports.go).
 	PortBase  int
 	PortSlots int
 

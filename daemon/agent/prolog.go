@@ -132,10 +132,15 @@ func (s *Server) assemble(ctx context.Context, t *tier) error {
 	if err != nil {
 		return err
 	}
-	t.smu.Lock()
-	st.MDSAddr, st.RaftAddr = s.tierAddrs(st.Job, host)
-	err = t.saveLocked()
-	t.smu.Unlock()
+	// The first node chooses the tier MDS's ports, the others find them
+	// (ports.go).
+	if st.first() {
+		err = s.pickTierAddrs(t, host)
+	} else {
+		fctx, cancel := context.WithTimeout(ctx, s.cfg.ReadyTimeout)
+		err = s.findTierAddrs(fctx, t, host)
+		cancel()
+	}
 	if err != nil {
 		return err
 	}
@@ -146,7 +151,7 @@ func (s *Server) assemble(ctx context.Context, t *tier) error {
 			unit = s.cfg.DefaultUnit
 		}
 		pol := layout.Policy{Width: len(st.Nodes), Unit: unit, Scheme: layout.Scheme{Kind: layout.KindNone}, HasScheme: true}
-		p, err := s.startProc(t.logPath("mds"), "mds", "--id", "tier-"+strconv.FormatUint(uint64(st.Job), 10),
+		p, err := s.startProc(t.logPath("mds"), "mds", "--id", tierMDSID(st.Job),
 			"--listen", st.MDSAddr, "--raft-addr", st.RaftAddr, "--dir", filepath.Join(t.jobDir, "mds"),
 			"--secret-file", secretFile, "--default-layout", pol.String(), "--admin-listen", "off",
 			"--raft-timeout", "100ms", "--heartbeat-interval", "250ms", "--heartbeat-timeout", "2s", "--log-level", "warn")

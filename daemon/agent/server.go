@@ -40,6 +40,7 @@ type Server struct {
 	global *client.Client // the global namespace, as root: the registry
 	ready  chan struct{}
 
+	portMu sync.Mutex // serializes the choice of tier MDS ports (ports.go)
 	mu     sync.Mutex // guards tiers and the lifecycle fields
 	tiers  map[uint32]*tier
 	ln     net.Listener

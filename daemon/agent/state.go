@@ -185,18 +185,6 @@ func (t *tier) removeState() error {
 	return nil
 }
 
-// tierPorts returns the tier MDS's RPC and raft ports of job.
-func (s *Server) tierPorts(job uint32) (int, int) {
-	p := s.cfg.PortBase + 2*int(job%uint32(s.cfg.PortSlots))
-	return p, p + 1
-}
-
-// tierAddrs returns the tier MDS's RPC and raft addresses, on host.
-func (s *Server) tierAddrs(job uint32, host string) (string, string) {
-	rp, fp := s.tierPorts(job)
-	return net.JoinHostPort(host, strconv.Itoa(rp)), net.JoinHostPort(host, strconv.Itoa(fp))
-}
-
 // jobSecret is the tier's own cluster secret: HMAC-SHA256 of the global
 // secret and the job id. Every node derives the same one alone; a tier's
 // capabilities are worthless in another tier and in the global namespace.

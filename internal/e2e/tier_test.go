@@ -37,7 +37,9 @@ func TestTier(t *testing.T) {
 	e := tiertest.Start(t, tiertest.Options{
 		Nodes:     4,
 		SpankArgs: "timeout=100 status_timeout=10",
-		AgentArgs: "--drain-settle 300ms --scan-interval 100ms --epilog-timeout 60s",
+		// Two port slots: jobs two ids apart want the same tier MDS ports
+		// (SharedFirstNode).
+		AgentArgs: "--drain-settle 300ms --scan-interval 100ms --epilog-timeout 60s --port-slots 2",
 	})
 	ctx := context.Background()
 	for _, d := range []struct {
@@ -55,6 +57,7 @@ func TestTier(t *testing.T) {
 	t.Run("AgentRestart", func(t *testing.T) { testAgentRestart(t, e) })
 	t.Run("DataServerKilled", func(t *testing.T) { testDSKilled(t, e) })
 	t.Run("SrunSalloc", func(t *testing.T) { testSrunSalloc(t, e) })
+	t.Run("SharedFirstNode", func(t *testing.T) { testSharedFirstNode(t, e) })
 }
 
 // (0) a malformed --storage-tier makes sbatch fail with the grammar's
@@ -300,7 +303,10 @@ sleep 6
 `), 0o755)
 	id := submit(t, e, "-N3", "-w", "n[1-3]", "--storage-tier=capacity=1G,unit=1M,drain=ckpt/*:strata:/global/dskill", script)
 	if err := tiertest.WaitFile(ready, time.Minute); err != nil {
-		t.Fatal(err)
+		job, jerr := e.ShowJob(id)
+		b, _ := os.ReadFile(filepath.Join(outDir(e), strconv.Itoa(int(id))+".out"))
+		st, _ := e.Strata("tier", "status", strconv.Itoa(int(id)))
+		t.Fatalf("%v; job %d: %s %v (%v); output:\n%s\nstrata tier status:\n%s", err, id, job.State, job.Fields["Reason"], jerr, b, st)
 	}
 	st, err := e.Tier("n2", id)
 	if err != nil {
@@ -393,6 +399,46 @@ func testSrunSalloc(t *testing.T, e *tiertest.Env) {
 		}
 		checkGone(t, e, id, tc.nodes)
 	}
+	checkIdle(t, e)
+}
+
+// (7) two tier jobs share their first node, n4, and their ids are equal
+// modulo the agents' port slots (2 here), so both want the same tier MDS
+// ports: the second takes the next free pair, and both tiers work at once.
+func testSharedFirstNode(t *testing.T, e *tiertest.Env) {
+	o := outDir(e)
+	release := filepath.Join(o, "shared-release")
+	_ = os.Remove(release)
+	first := writeOut(t, e, "shared-a.sh", []byte(`#!/bin/sh
+set -e
+echo a > $STRATA_TIER_DIR/a
+i=0; while [ ! -e `+release+` ]; do sleep 0.2; i=$((i+1)); [ $i -lt 600 ] || exit 3; done
+[ "$(cat $STRATA_TIER_DIR/a)" = a ] && echo "a read its tier"
+`), 0o755)
+	second := writeOut(t, e, "shared-b.sh", []byte(`#!/bin/sh
+set -e
+echo b > $STRATA_TIER_DIR/b
+[ "$(cat $STRATA_TIER_DIR/b)" = b ] && echo "b read its tier"
+touch `+release+`
+`), 0o755)
+	a := submit(t, e, "-N1", "-n1", "-w", "n4", "--storage-tier=capacity=256M", first)
+	waitRunning(t, e, a)
+	// An id in between, so that the second tier job's id has a's parity.
+	if mid := submit(t, e, "-N1", "-n1", "-w", "n3", "--wrap", "true"); (mid-a)%2 != 1 {
+		t.Fatalf("job ids %d, %d are not consecutive", a, mid)
+	}
+	b := submit(t, e, "-N1", "-n1", "-w", "n4", "--storage-tier=capacity=256M", second)
+	if (b-a)%2 != 0 {
+		t.Fatalf("job ids %d, %d do not share a port slot", a, b)
+	}
+	if out := waitJob(t, e, b, "COMPLETED"); !strings.Contains(out, "b read its tier\n") {
+		t.Errorf("job %d output:\n%s", b, out)
+	}
+	if out := waitJob(t, e, a, "COMPLETED"); !strings.Contains(out, "a read its tier\n") {
+		t.Errorf("job %d output:\n%s", a, out)
+	}
+	checkGone(t, e, a, []string{"n4"})
+	checkGone(t, e, b, []string{"n4"})
 	checkIdle(t, e)
 }
 
@@ -532,6 +578,23 @@ func checkGone(t *testing.T, e *tiertest.Env, id uint32, nodes []string) {
 			t.Errorf("%s: tier state %s still exists (%v)", n, e.StateFile(n, id), err)
 		}
 	}
+}
+
+// waitRunning waits until the job runs (its prolog, the tier's assembly,
+// is done).
+func waitRunning(t *testing.T, e *tiertest.Env, id uint32) {
+	t.Helper()
+	for range 600 {
+		job, err := e.ShowJob(id)
+		if err == nil && job.State == "RUNNING" {
+			return
+		}
+		if err == nil && job.State != "PENDING" && job.State != "CONFIGURING" {
+			t.Fatalf("job %d is %s, not running", id, job.State)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("job %d did not start within a minute", id)
 }
 
 func checkIdle(t *testing.T, e *tiertest.Env) {
