@@ -2,6 +2,7 @@ package layout
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -107,5 +108,64 @@ func TestValidateTargets(t *testing.T) {
 		if got := r.ParitySize(size); got != want {
 			t.Errorf("ParitySize(%d) = %d, want %d", size, got, want)
 		}
+	}
+}
+
+// TestPlaceNext: balanced servers are taken in turn, so every node gets
+// the same share of columns (shared by its servers) and no file has two on
+// one node; unbalanced ones are placed at random weighted by free space.
+func TestPlaceNext(t *testing.T) {
+	cands := []Candidate{
+		{ID: "a", Node: "n1", Capacity: 100, Free: 90, Up: true},
+		{ID: "b", Node: "n2", Capacity: 100, Free: 85, Up: true},
+		{ID: "c", Node: "n3", Capacity: 100, Free: 95, Up: true},
+		{ID: "d", Node: "n4", Capacity: 100, Free: 90, Up: true},
+		{ID: "e", Node: "n4", Capacity: 100, Free: 90, Up: true},
+		{ID: "f", Node: "n5", Capacity: 100, Free: 90, Up: false},
+	}
+	rnd := rand.New(rand.NewPCG(5, 6))
+	for _, width := range []int{1, 2, 3, 4} {
+		var rr RoundRobin
+		counts := map[string]int{}
+		for i := 0; i < 100*width; i++ {
+			got, err := PlaceNext(cands, width, &rr, rnd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes := map[string]bool{}
+			for _, id := range got {
+				for _, c := range cands {
+					if c.ID == id && (nodes[c.Node] || !c.Up) {
+						t.Fatalf("width %d: placement %v reuses node %s or a down server", width, got, c.Node)
+					}
+					if c.ID == id {
+						nodes[c.Node] = true
+					}
+				}
+				counts[id]++
+			}
+		}
+		// Nodes n1..n4 alike; n4's share split between d and e.
+		perNode := []int{counts["a"], counts["b"], counts["c"], counts["d"] + counts["e"]}
+		if slices.Min(perNode) != slices.Max(perNode) || max(counts["d"]-counts["e"], counts["e"]-counts["d"]) > 1 {
+			t.Errorf("width %d: balanced servers got %v columns: not even", width, counts)
+		}
+	}
+	// One server much fuller: random, weighted by free space.
+	full := append([]Candidate(nil), cands...)
+	full[2].Free = 5
+	var rr RoundRobin
+	counts := map[string]int{}
+	for i := 0; i < 2000; i++ {
+		got, _ := PlaceNext(full, 2, &rr, rnd)
+		for _, id := range got {
+			counts[id]++
+		}
+	}
+	if counts["c"] >= counts["a"]/2 {
+		t.Errorf("the fuller server got %d columns vs %d: placement ignores free space", counts["c"], counts["a"])
+	}
+	if _, err := PlaceNext(cands, 5, new(RoundRobin), rnd); err == nil {
+		t.Error("width 5 over 4 up nodes was placed")
 	}
 }

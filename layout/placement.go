@@ -59,6 +59,66 @@ func Place(cands []Candidate, width int, rnd *rand.Rand) ([]string, error) {
 	return out, nil
 }
 
+// BalancedSpread is how far apart the candidates' free fractions may be
+// for PlaceNext to take them in turn rather than at random (Lustre's
+// qos_threshold_rr default, 17%).
+const BalancedSpread = 0.17
+
+// RoundRobin is PlaceNext's position: the node a file starts on next and,
+// per node, which of its servers it gives a column next. The zero value
+// starts at the beginning.
+type RoundRobin struct {
+	next    int
+	perNode map[string]int
+}
+
+// PlaceNext is Place, except that while the up candidates' free fractions
+// are within BalancedSpread of each other it takes them in turn: nodes in
+// name order from rr's position (a file's columns on distinct nodes), and
+// a node's servers in turn, moving rr on. Files of the same width then
+// spread their columns evenly over the nodes, where random picks leave
+// some with twice the share of others for a while. Unbalanced candidates
+// are placed as Place does, so that emptier servers fill faster.
+func PlaceNext(cands []Candidate, width int, rr *RoundRobin, rnd *rand.Rand) ([]string, error) {
+	byNode := map[string][]Candidate{}
+	lo, hi := 2.0, -1.0
+	for _, c := range cands {
+		if c.Up && c.Free > 0 {
+			byNode[nodeOf(c)] = append(byNode[nodeOf(c)], c)
+			f := weight(c)
+			lo, hi = min(lo, f), max(hi, f)
+		}
+	}
+	if len(byNode) < width || hi-lo > BalancedSpread {
+		return Place(cands, width, rnd) // random, or says why not
+	}
+	nodes := make([]string, 0, len(byNode))
+	for n, cs := range byNode {
+		nodes = append(nodes, n)
+		sort.Slice(cs, func(i, j int) bool { return cs[i].ID < cs[j].ID })
+	}
+	sort.Strings(nodes)
+	if rr.perNode == nil {
+		rr.perNode = map[string]int{}
+	}
+	n := len(nodes)
+	start := ((rr.next % n) + n) % n
+	out := make([]string, 0, width)
+	for i := 0; i < width; i++ {
+		node := nodes[(start+i)%n]
+		cs := byNode[node]
+		k := rr.perNode[node] % len(cs)
+		rr.perNode[node] = k + 1
+		out = append(out, cs[k].ID)
+	}
+	step := width
+	if width%n == 0 {
+		step++ // every file would start on the same node
+	}
+	rr.next = (start + step) % n
+	return out, nil
+}
+
 func nodeOf(c Candidate) string {
 	if c.Node == "" {
 		return c.ID

@@ -70,7 +70,7 @@ func (r *registry) place(p layout.Policy, widthSet bool) (layout.Layout, error) 
 	if need := p.Components(); need > usable {
 		return layout.Layout{}, fmt.Errorf("layout %s needs %d data servers on distinct %s, only %d are up", needs(p), need, domains(r.view.racks), usable)
 	}
-	targets, err := layout.Place(r.view.cands, p.Components(), r.rnd)
+	targets, err := layout.PlaceNext(r.view.cands, p.Components(), &r.rr, r.rnd)
 	if err != nil {
 		return layout.Layout{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/layout"
 )
 
 // registry is the soft state of the data servers, kept in the leader's
@@ -21,9 +22,10 @@ type registry struct {
 
 	mu       sync.Mutex
 	ds       map[string]*dsSoft
-	rnd      *rand.Rand      // placement randomness, under mu
-	view     placeable       // placement's cache, under mu
-	draining map[string]bool // copied from the FSM (drain.go): never placed on
+	rnd      *rand.Rand        // placement randomness, under mu
+	rr       layout.RoundRobin // where round-robin placement goes next (layout.PlaceNext), under mu
+	view     placeable         // placement's cache, under mu
+	draining map[string]bool   // copied from the FSM (drain.go): never placed on
 }
 
 // dsSoft is the last heartbeat of one data server.
