@@ -2,9 +2,12 @@ package mds
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
+	"strings"
+	"time"
 )
 
 // Rebalancing. A data server that joins an existing cluster starts empty,
@@ -24,6 +27,41 @@ import (
 
 // rebalanceBatch bounds the moves one scan plans (per RebuildParallel).
 const rebalanceBatch = 4
+
+// rebalanceQuiet is how long the manager plans no moves after a plan found
+// none (the layouts are as even as whole components allow, though the
+// reported fills may still differ: a moved component's old copy counts
+// until it is collected), unless the data servers that are up change. A
+// plan reads every layout.
+const rebalanceQuiet = time.Minute
+
+// mayPlanMoves reports whether a scan may plan moves: not within
+// rebalanceQuiet of a plan that found none, unless the data servers that
+// are up (or their capacities) changed since.
+func (rb *rebuilder) mayPlanMoves(views map[string]dsView) bool {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	return rb.s.clock().After(rb.quietUntil) || serversKey(views) != rb.quietKey
+}
+
+// quietMoves starts a quiet period after a plan that found no move.
+func (rb *rebuilder) quietMoves(views map[string]dsView) {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	rb.quietUntil, rb.quietKey = rb.s.clock().Add(rebalanceQuiet), serversKey(views)
+}
+
+// serversKey names the data servers that are up and not draining, with
+// their capacities.
+func serversKey(views map[string]dsView) string {
+	var b strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(views)) {
+		if v := views[id]; v.up && !v.draining {
+			fmt.Fprintf(&b, "%s:%d,", id, v.capacity)
+		}
+	}
+	return b.String()
+}
 
 // rebalanceServer is one data server as rebalancing sees it.
 type rebalanceServer struct {

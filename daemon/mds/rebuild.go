@@ -69,6 +69,9 @@ type rebuilder struct {
 	lastScan time.Time
 	led      []uint64  // the latest terms this node led (maxLedTerms)
 	since    time.Time // when this node took office for term
+
+	quietUntil time.Time // no rebalancing moves planned before, unless quietKey changes (rebalance.go)
+	quietKey   string
 }
 
 // maxLedTerms bounds the terms a rebuilder remembers having led.
@@ -263,7 +266,8 @@ func (s *Server) scanRebuilds() {
 	}
 	plan := map[compKey]*task{}
 	var forget []uint64
-	rebalance := needsRebalance(views, s.cfg.RebalanceSpread)
+	rebalance := needsRebalance(views, s.cfg.RebalanceSpread) && rb.mayPlanMoves(views)
+	quiet := false
 	var moving []move
 	if rebalance {
 		moving = rb.runningMoves()
@@ -323,11 +327,16 @@ func (s *Server) scanRebuilds() {
 	}
 	if rebalance && len(plan) == 0 {
 		servers, comps := st.rebalanceCandidates(views, moving)
-		for _, m := range planRebalance(servers, comps, s.cfg.RebalanceSpread, rebalanceBatch*s.cfg.RebuildParallel) {
+		moves := planRebalance(servers, comps, s.cfg.RebalanceSpread, rebalanceBatch*s.cfg.RebuildParallel)
+		for _, m := range moves {
 			plan[m.c.key] = &task{key: m.c.key, gen: m.c.gen, from: m.c.from, reason: "rebalance", to: m.to, size: m.c.size}
 		}
+		quiet = len(moves) == 0 && len(moving) == 0 // as even as whole components allow
 	}
 	s.fsm.mu.RUnlock()
+	if quiet {
+		rb.quietMoves(views)
+	}
 	if len(forget) > 0 {
 		slices.Sort(forget)
 		forget = slices.Compact(forget)
