@@ -1,12 +1,14 @@
 package mds_test
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/mds"
 	"github.com/strata-hpc/strata/internal/localcluster"
 	"github.com/strata-hpc/strata/internal/testcluster"
@@ -38,6 +40,19 @@ func TestRebalanceOntoNewDataServers(t *testing.T) {
 			}
 		}
 	})
+	// A reader that opened every file before the moves keeps reading right
+	// through them (the old copy stays until no capability can read it,
+	// then the reader's layout is refreshed).
+	reader := freshClient(t, cl)
+	open := map[string]*client.File{}
+	for _, n := range names {
+		f, err := reader.Open(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		open[n] = f
+	}
 	var added []string
 	for range 2 {
 		i, err := cl.AddDS(ctx)
@@ -78,5 +93,9 @@ func TestRebalanceOntoNewDataServers(t *testing.T) {
 	fresh := freshClient(t, cl)
 	for _, n := range names {
 		mustGet(t, ctx, fresh, n, files[n])
+		got := make([]byte, len(files[n]))
+		if k, err := open[n].ReadAt(got, 0); k != len(got) || !bytes.Equal(got, files[n]) {
+			t.Errorf("%s through a handle opened before the moves: %d bytes, %v; differs", n, k, err)
+		}
 	}
 }
