@@ -105,7 +105,7 @@ func (s *Server) findTierAddrs(ctx context.Context, t *tier, host string) error 
 		}
 		return false, nil
 	})
-	if ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil {
 		rp, _ := s.tierSlotPorts(t.st.Job, 0)
 		return jobErrorf("the storage tier's MDS on %s (%s, port %d or one of the %d after it) did not answer within %v", t.st.Nodes[0], host, rp, s.probes()-1, s.cfg.ReadyTimeout)
 	}

@@ -59,8 +59,10 @@ func (ck *checkpoint) turn(j int, fn func() error) error {
 }
 
 // done notes that window i is written and records the prefix if it is
-// time. A failure to record is logged, not returned: the copy goes on and
-// a later attempt copies a little more.
+// time. A commit that fails on the target fails the window (the copy's
+// writes would fail too); a record the FSM refuses or raft cannot take is
+// logged, not returned: the copy goes on, and a later attempt copies a
+// little more.
 func (ck *checkpoint) done(ctx context.Context, i int) error {
 	ck.mu.Lock()
 	defer ck.mu.Unlock()

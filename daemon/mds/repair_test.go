@@ -451,7 +451,10 @@ func TestRebuildResumesAfterFailover(t *testing.T) {
 	})
 	// The leader that finished copied what was left after the checkpoint,
 	// not the whole component again.
-	if last != nil && last.BytesDone >= comp {
+	switch {
+	case last == nil:
+		t.Error("no leader reported the rebuild done (rebuild status Done > 0) when the file became healthy")
+	case last.BytesDone >= comp:
 		t.Errorf("the new leader copied %d bytes of an %d-byte component: it started over instead of resuming", last.BytesDone, comp)
 	}
 	mustGet(t, ctx, freshClient(t, cl), "/big", data)

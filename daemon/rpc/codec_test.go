@@ -3,6 +3,7 @@ package rpc
 import (
 	"bytes"
 	"errors"
+	"math"
 	"reflect"
 	"testing"
 
@@ -84,8 +85,8 @@ func TestDecodeRejectsGarbage(t *testing.T) {
 }
 
 // FuzzDecode feeds arbitrary bytes to the decoder of every message type:
-// no panic, and whatever decodes re-encodes to a value that decodes equal:
-// that encodes to the same bytes (a NaN float is not DeepEqual to itself).
+// no panic, and whatever decodes re-encodes to a value that decodes equal
+// (deeply, a NaN float equal to a NaN) and encodes to the same bytes.
 func FuzzDecode(f *testing.F) {
 	for i, m := range messages() {
 		f.Add(uint8(i), Marshal(nil, m))
@@ -101,10 +102,66 @@ func FuzzDecode(f *testing.F) {
 		if err := Unmarshal(Marshal(nil, v), again); err != nil {
 			t.Fatalf("%s: re-decode: %v", typ, err)
 		}
+		if !deepEqualNaN(reflect.ValueOf(v), reflect.ValueOf(again)) {
+			t.Fatalf("%s: decode(encode(x)) = %+v, want %+v", typ, again, v)
+		}
 		if a, b := Marshal(nil, v), Marshal(nil, again); !bytes.Equal(a, b) {
-			t.Fatalf("%s: decode(encode(x)) = %+v (%x), want %+v (%x)", typ, again, b, v, a)
+			t.Fatalf("%s: encode(decode(encode(x))) = %x, want %x", typ, b, a)
 		}
 	})
+}
+
+// deepEqualNaN is reflect.DeepEqual, except that two NaN floats are equal.
+func deepEqualNaN(a, b reflect.Value) bool {
+	if a.IsValid() != b.IsValid() || a.IsValid() && a.Type() != b.Type() {
+		return false
+	}
+	if !a.IsValid() {
+		return true
+	}
+	switch a.Kind() {
+	case reflect.Float32, reflect.Float64:
+		x, y := a.Float(), b.Float()
+		return x == y || x != x && y != y
+	case reflect.Pointer, reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		return deepEqualNaN(a.Elem(), b.Elem())
+	case reflect.Struct:
+		for i := range a.NumField() {
+			if !deepEqualNaN(a.Field(i), b.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice:
+		if a.IsNil() != b.IsNil() {
+			return false
+		}
+		fallthrough
+	case reflect.Array:
+		if a.Len() != b.Len() {
+			return false
+		}
+		for i := range a.Len() {
+			if !deepEqualNaN(a.Index(i), b.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Map:
+		if a.IsNil() != b.IsNil() || a.Len() != b.Len() {
+			return false
+		}
+		for _, k := range a.MapKeys() {
+			if w := b.MapIndex(k); !w.IsValid() || !deepEqualNaN(a.MapIndex(k), w) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a.Interface(), b.Interface())
 }
 
 // FuzzFrame feeds arbitrary frames to splitFrame.
@@ -114,4 +171,22 @@ func FuzzFrame(f *testing.F) {
 		var m DSReq
 		_, _ = splitFrame(b, &m)
 	})
+}
+
+func TestDeepEqualNaN(t *testing.T) {
+	nan := math.NaN()
+	eq := func(a, b any) bool { return deepEqualNaN(reflect.ValueOf(a), reflect.ValueOf(b)) }
+	if !eq(&HeartbeatReq{ID: "a", Load: nan}, &HeartbeatReq{ID: "a", Load: nan}) {
+		t.Error("NaN loads compare unequal")
+	}
+	for _, tc := range [][2]any{
+		{&HeartbeatReq{Load: nan}, &HeartbeatReq{Load: 1}},
+		{&HeartbeatReq{ID: "a"}, &HeartbeatReq{ID: "b"}},
+		{&ReaddirResp{}, &ReaddirResp{Entries: []DirEntry{}}},
+		{&ReaddirResp{Entries: []DirEntry{{Name: "x"}}}, &ReaddirResp{Entries: []DirEntry{{Name: "y"}}}},
+	} {
+		if eq(tc[0], tc[1]) {
+			t.Errorf("%+v and %+v compare equal", tc[0], tc[1])
+		}
+	}
 }
