@@ -14,29 +14,9 @@ DIR=${STRATA_DEVCLUSTER_DIR:-/tmp/strata-devcluster}
 export SLURM_CONF=$DIR/etc/slurm.conf
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 [ -d "$DIR" ] || exit 0
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 [ -x "$(dirname "$0")/strata-down.sh" ] && "$(dirname "$0")/strata-down.sh" >/dev/null 2>&1   # what strata-up.sh started
-
-alive() {  # alive PID: exists and is not a zombie (kill -0 succeeds on zombies)
-	local line s
-	{ read -r line < "/proc/$1/stat"; } 2>/dev/null || return 1
-	s=${line##*) }; s=${s%% *}
-	[ -n "$s" ] && [ "$s" != Z ] && [ "$s" != X ]
-}
-
-stop_pids() {  # stop_pids SECONDS PID...: TERM, wait up to SECONDS, then KILL
-	local t=$1 p left
-	shift
-	[ $# -gt 0 ] || return 0
-	for p in "$@"; do alive "$p" && kill -TERM "$p" 2>/dev/null; done
-	for _ in $(seq 1 $((t * 10))); do
-		left=0
-		for p in "$@"; do alive "$p" && left=1; done
-		[ $left = 0 ] && return 0
-		sleep 0.1
-	done
-	for p in "$@"; do alive "$p" && kill -KILL "$p" 2>/dev/null; done
-	return 0
-}
 
 descendants() {  # every descendant of the given PIDs, from one ps snapshot
 	ps -eo pid=,ppid= | awk -v roots="$*" '

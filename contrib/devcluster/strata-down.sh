@@ -8,27 +8,9 @@ DIR=${STRATA_DEVCLUSTER_DIR:-/tmp/strata-devcluster}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 S=$DIR/strata
 [ -d "$S" ] || exit 0
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 
-alive() {
-	local line s
-	{ read -r line < "/proc/$1/stat"; } 2>/dev/null || return 1
-	s=${line##*) }; s=${s%% *}
-	[ -n "$s" ] && [ "$s" != Z ] && [ "$s" != X ]
-}
-stop_pids() {  # stop_pids SECONDS PID...: TERM, wait, then KILL
-	local t=$1 p left
-	shift
-	[ $# -gt 0 ] || return 0
-	for p in "$@"; do alive "$p" && kill -TERM "$p" 2>/dev/null; done
-	for _ in $(seq 1 $((t * 20))); do
-		left=0
-		for p in "$@"; do alive "$p" && left=1; done
-		[ $left = 0 ] && return 0
-		sleep 0.05
-	done
-	for p in "$@"; do alive "$p" && kill -KILL "$p" 2>/dev/null; done
-	return 0
-}
 pidfile_pid() {  # pidfile_pid FILE WORD: the PID in FILE if its command line holds WORD
 	local p
 	[ -f "$1" ] || return 0

@@ -26,6 +26,8 @@
 # (e.g. "--drain-settle 500ms --drain-rate 100M").
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 DIR=${STRATA_DEVCLUSTER_DIR:-/tmp/strata-devcluster}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 export SLURM_CONF=$DIR/etc/slurm.conf
@@ -46,20 +48,6 @@ S=$DIR/strata
 mkdir -p "$S" "$DIR/log" "$DIR/run" "$DIR/mnt"
 chmod 755 "$DIR/mnt"
 
-alive() {  # alive PID: exists and is not a zombie
-	local line s
-	{ read -r line < "/proc/$1/stat"; } 2>/dev/null || return 1
-	s=${line##*) }; s=${s%% *}
-	[ -n "$s" ] && [ "$s" != Z ] && [ "$s" != X ]
-}
-in_use() {  # in_use PORT...: true if any is a listening TCP port here
-	local hex p
-	for p in "$@"; do
-		hex=$(printf ':%04X ' "$p")
-		awk 'NR > 1 && $4 == "0A" {print $2" "}' /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q "$hex" && return 0
-	done
-	return 1
-}
 node_addr() {  # node_addr NODE: the node's NodeAddr
 	scontrol show node -o "$1" | tr ' ' '\n' | sed -n 's/^NodeAddr=//p'
 }

@@ -25,6 +25,8 @@
 #                                   default: contrib/slurm/job_submit.lua)
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 ROOT=$(cd "$HERE/../.." && pwd)
 DIR=${STRATA_DEVCLUSTER_DIR:-/tmp/strata-devcluster}
 N=${STRATA_DEVCLUSTER_NODES:-4}
@@ -79,14 +81,6 @@ munged --socket="$DIR/munge/munge.socket" --key-file="$DIR/munge/munge.key" \
 say "munged up"
 
 # ---------- network: netns when allowed, else 127.0.0.1 ports ----------
-in_use() {  # in_use PORT...: true if any is a listening TCP port here
-	local hex p
-	for p in "$@"; do
-		hex=$(printf ':%04X ' "$p")
-		awk 'NR > 1 && $4 == "0A" {print $2" "}' /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -q "$hex" && return 0
-	done
-	return 1
-}
 if [ "$MODE" != multi ]; then
 	exec 9>/tmp/.strata-devcluster-net.lock
 	flock 9
