@@ -13,19 +13,24 @@ while IFS= read -r file; do
 	for name in $(grep -oE '^func Fuzz[A-Za-z0-9_]*\(' "$file" | sed -e 's/^func //' -e 's/($//'); do
 		found=$((found + 1))
 		echo "fuzz: $pkg $name ($FUZZTIME)"
+		budget=$FUZZTIME
 		for attempt in 1 2; do
 			log=$(mktemp)
-			if "$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1 | tee "$log"; then
+			if "$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "$budget" "$pkg" 2>&1 | tee "$log"; then
 				rm -f "$log"
 				break
 			fi
-			# Go 1.26's fuzz coordinator can report the end of -fuzztime
-			# itself as a failure (go.dev/issue/75804, fixed in Go 1.27):
-			# "context deadline exceeded" with no failing input. That, and
-			# only that, is retried once; a real finding writes its input
-			# under testdata/fuzz and fails at once.
+			# Go 1.26's fuzz coordinator can report the end of a timed
+			# -fuzztime itself as a failure (go.dev/issue/75804, fixed in
+			# Go 1.27): "context deadline exceeded" with no failing input.
+			# That, and only that, is run again with a budget of as many
+			# executions as the first run reached, which has no deadline to
+			# race; a real finding writes its input under testdata/fuzz and
+			# fails at once.
 			if [ "$attempt" = 1 ] && grep -q 'context deadline exceeded' "$log" && ! grep -qE 'Failing input written|panic:' "$log"; then
-				echo "fuzz: $name: the fuzz coordinator's deadline race (go.dev/issue/75804), no failing input: once more"
+				execs=$(grep -oE 'execs: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+' || true)
+				budget="$(( ${execs:-0} > 1000 ? ${execs:-0} : 1000 ))x"
+				echo "fuzz: $name: the fuzz coordinator's deadline race (go.dev/issue/75804), no failing input: again for $budget"
 				rm -f "$log"
 				continue
 			fi
