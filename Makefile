@@ -42,9 +42,11 @@ spank:
 mpiio:
 	$(MAKE) -C mpiio/shim OUT=$(CURDIR)/bin MPICC=$(MPICC)
 
-# go vet, gofmt and the import rules of ARCHITECTURE.md.
+# go vet, gofmt, a tidy go.mod (direct dependencies listed as direct) and
+# the import rules of ARCHITECTURE.md.
 lint:
 	$(GO) vet ./...
+	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run 'go mod tidy' and commit the result" >&2; exit 1; }
 	@out="$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) run ./internal/importcheck ./...
