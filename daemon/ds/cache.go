@@ -131,7 +131,7 @@ func (st *store) openEntry(id rpc.ComponentID, create bool) (*entry, error) {
 	if created {
 		crcFlags |= os.O_TRUNC // a stale checksum file of a removed component
 	}
-	crc, err := st.disk.OpenFile(name+crcSuffix, crcFlags, 0o644)
+	crc, err := st.disk.OpenFile(name+crcSuffix, crcFlags, fileMode)
 	if err != nil {
 		data.Close()
 		return nil, fmt.Errorf("open %s checksums: %w", componentName(id), err)
@@ -149,17 +149,17 @@ func (st *store) openEntry(id rpc.ComponentID, create bool) (*entry, error) {
 // createData creates a data file, and its directory (made durable at
 // once: there are at most 256) if needed.
 func (st *store) createData(name string) (File, error) {
-	f, err := st.disk.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := st.disk.OpenFile(name, os.O_RDWR|os.O_CREATE, fileMode)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return f, err
 	}
-	if err := st.disk.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+	if err := st.disk.MkdirAll(filepath.Dir(name), dirMode); err != nil {
 		return nil, err
 	}
 	if err := syncDir(st.disk, st.dir); err != nil {
 		return nil, err
 	}
-	return st.disk.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	return st.disk.OpenFile(name, os.O_RDWR|os.O_CREATE, fileMode)
 }
 
 // close closes every open component. Calls after it fail with ErrClosed.

@@ -17,6 +17,7 @@ type Disk interface {
 	Remove(name string) error
 	Rename(oldname, newname string) error
 	MkdirAll(name string, perm fs.FileMode) error
+	Chmod(name string, mode fs.FileMode) error
 	ReadDir(name string) ([]fs.DirEntry, error)
 	// Statfs returns the total and available bytes of the file system
 	// holding name.
@@ -59,6 +60,9 @@ func (OSDisk) Rename(oldname, newname string) error { return os.Rename(oldname, 
 
 // MkdirAll creates name and its parents with os.MkdirAll.
 func (OSDisk) MkdirAll(name string, perm fs.FileMode) error { return os.MkdirAll(name, perm) }
+
+// Chmod sets the mode of name with os.Chmod.
+func (OSDisk) Chmod(name string, mode fs.FileMode) error { return os.Chmod(name, mode) }
 
 // ReadDir lists name with os.ReadDir.
 func (OSDisk) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }

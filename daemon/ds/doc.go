@@ -12,7 +12,9 @@
 // so growing a component never invalidates an earlier block; a stored CRC
 // of 0 over an all-zero block is a hole. Dir/ds.format records the server
 // id and the block size so that a restart with another geometry is refused
-// rather than read as corruption.
+// rather than read as corruption. The store is private: directories are
+// made 0700 and files 0600, and a store with wider modes is narrowed when
+// the server opens it.
 //
 // A scrubber (scrub.go) verifies every block of every component in the
 // background, on a schedule and when the MDS asks, and reports corrupt

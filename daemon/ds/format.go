@@ -113,7 +113,7 @@ func loadFormat(d Disk, dir string, want format) error {
 func writeFormat(d Disk, dir string, f format) error {
 	name := filepath.Join(dir, formatName)
 	tmp := name + ".tmp"
-	w, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	w, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
 	if err != nil {
 		return fmt.Errorf("write format: %w", err)
 	}

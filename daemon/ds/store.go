@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"math/bits"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +22,15 @@ import (
 const maxOffset = 1 << 50
 
 const crcSuffix = ".crc"
+
+// The modes of everything in a store: only the data server's user may
+// read a component (the file system below is the only access control a
+// local user of a storage node meets). Stores made with wider modes are
+// narrowed by openStore.
+const (
+	dirMode  fs.FileMode = 0o700
+	fileMode fs.FileMode = 0o600
+)
 
 // store keeps components as files under dir (see doc.go). It is safe for
 // concurrent use. Open components are cached in open; a component in use
@@ -46,8 +56,11 @@ type store struct {
 
 // openStore opens (or creates) the store in dir.
 func openStore(dir string, d Disk, log *slog.Logger, id string, bs int, capacity uint64) (*store, error) {
-	if err := d.MkdirAll(dir, 0o755); err != nil {
+	if err := d.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("create store dir: %w", err)
+	}
+	if err := private(d, dir, true); err != nil {
+		return nil, err
 	}
 	if err := loadFormat(d, dir, format{ID: id, BlockSize: bs}); err != nil {
 		return nil, err
@@ -77,7 +90,9 @@ func openStore(dir string, d Disk, log *slog.Logger, id string, bs int, capacity
 	return st, nil
 }
 
-// scan returns the bytes held by the components in the store.
+// scan returns the bytes held by the components in the store, and
+// narrows the modes of what a store made by an older version left wider
+// than dirMode and fileMode.
 func (st *store) scan() (uint64, error) {
 	subs, err := st.disk.ReadDir(st.dir)
 	if err != nil {
@@ -85,15 +100,31 @@ func (st *store) scan() (uint64, error) {
 	}
 	var used uint64
 	for _, sub := range subs {
+		subPath := filepath.Join(st.dir, sub.Name())
+		if sub.Type().IsRegular() {
+			if err := privateEntry(st.disk, subPath, sub); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		if !sub.IsDir() || len(sub.Name()) != 2 {
 			continue
 		}
-		files, err := st.disk.ReadDir(filepath.Join(st.dir, sub.Name()))
+		if err := privateEntry(st.disk, subPath, sub); err != nil {
+			return 0, err
+		}
+		files, err := st.disk.ReadDir(subPath)
 		if err != nil {
 			return 0, fmt.Errorf("scan store: %w", err)
 		}
 		for _, f := range files {
-			if !f.Type().IsRegular() || strings.HasSuffix(f.Name(), crcSuffix) {
+			if !f.Type().IsRegular() {
+				continue
+			}
+			if err := privateEntry(st.disk, filepath.Join(subPath, f.Name()), f); err != nil {
+				return 0, err
+			}
+			if strings.HasSuffix(f.Name(), crcSuffix) {
 				continue
 			}
 			info, err := f.Info()
@@ -107,6 +138,52 @@ func (st *store) scan() (uint64, error) {
 		}
 	}
 	return used, nil
+}
+
+// private narrows the mode of name, a directory if dir, to the store's.
+func private(d Disk, name string, dir bool) error {
+	want := fileMode
+	if dir {
+		want = dirMode
+	}
+	f, err := d.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("store mode of %s: %w", name, err)
+	}
+	info, err := f.Stat()
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("store mode of %s: %w", name, err)
+	}
+	if info.Mode().Perm()&^want == 0 {
+		return nil
+	}
+	if err := d.Chmod(name, want); err != nil {
+		return fmt.Errorf("store mode of %s: %w", name, err)
+	}
+	return nil
+}
+
+// privateEntry is private for an entry ReadDir listed.
+func privateEntry(d Disk, name string, e fs.DirEntry) error {
+	info, err := e.Info()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("scan store: %w", err)
+	}
+	want := fileMode
+	if e.IsDir() {
+		want = dirMode
+	}
+	if info.Mode().Perm()&^want == 0 {
+		return nil
+	}
+	if err := d.Chmod(name, want); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("store mode of %s: %w", name, err)
+	}
+	return nil
 }
 
 // path is the data file of id.
