@@ -5,13 +5,19 @@ GO      ?= go
 MPICC   ?= mpicc
 BIN     := bin/strata
 FUZZTIME ?= 5s
+# The version from git (contrib/version.sh), linked into the binary and the
+# C libraries; `strata version` prints and compares them.
+VERSION ?= $(shell contrib/version.sh)
+COMMIT  ?= $(shell contrib/version.sh --commit)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+export VERSION
 
 .PHONY: all build run demo test lint fuzz bench clean mpiio spank
 
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/strata
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/strata
 
 # Start `strata dev` on the default loopback ports with data in a fresh
 # temporary directory, run contrib/demo.sh, then keep Strata up until

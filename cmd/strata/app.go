@@ -58,6 +58,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		}
 		a.usage(a.stdout)
 		return flag.ErrHelp
+	case "--version", "-version", "-V":
+		return runVersion(ctx, a, args[1:])
 	}
 	for _, c := range commands() {
 		if c.name == name {
@@ -70,7 +72,7 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 // command is one subcommand.
 type command struct {
 	name    string
-	group   string // daemons, files, layout, cluster
+	group   string // daemons, files, layout, cluster, about
 	summary string
 	run     func(ctx context.Context, a *app, args []string) error
 }
@@ -102,6 +104,7 @@ func commands() []command {
 		{"df", "cluster", "show capacity, use and data servers", runDf},
 		{"tier", "cluster", "job tiers: check a spec, show tiers, wait for a drain", runTier},
 		{"admin", "cluster", "administer the cluster: MDS replicas, rebuild, scrub, data servers", runAdmin},
+		{"version", "about", "print the version, and whether the MPI-IO shim and SPANK plugin match it", runVersion},
 	}
 }
 
@@ -111,8 +114,8 @@ func (a *app) usage(w io.Writer) {
 	for _, c := range commands() {
 		groups[c.group] = append(groups[c.group], c)
 	}
-	titles := map[string]string{"daemons": "Daemons", "files": "Files", "layout": "Layouts", "cluster": "Cluster"}
-	order := []string{"daemons", "files", "layout", "cluster"}
+	titles := map[string]string{"daemons": "Daemons", "files": "Files", "layout": "Layouts", "cluster": "Cluster", "about": "About"}
+	order := []string{"daemons", "files", "layout", "cluster", "about"}
 	for _, g := range order {
 		fmt.Fprintf(w, "\n%s:\n", titles[g])
 		for _, c := range groups[g] {
