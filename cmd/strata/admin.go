@@ -68,7 +68,7 @@ reason rebalance).`)
 			if !v.Voter {
 				role += " (non-voter)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.ID, role, v.RaftAddr, v.RPCAddr)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", printable(v.ID), role, printable(v.RaftAddr), printable(v.RPCAddr))
 		}
 		return tw.Flush()
 	})

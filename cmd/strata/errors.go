@@ -103,5 +103,9 @@ func reason(err error) string {
 }
 
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(s), " ")
+	if p := printable(s); p != s {
+		return p[1 : len(p)-1] // escaped, without the quotes
+	}
+	return s
 }

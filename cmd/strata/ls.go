@@ -112,16 +112,16 @@ type lsFormat struct {
 func (lf *lsFormat) print(ctx context.Context, w io.Writer, c *client.Client, ents []lsEntry) {
 	if !lf.long {
 		for _, e := range ents {
-			fmt.Fprintln(w, e.name)
+			fmt.Fprintln(w, printable(e.name))
 		}
 		return
 	}
 	rows := make([][]string, 0, len(ents))
 	for _, e := range ents {
-		name := e.name
+		name := printable(e.name)
 		if e.attr.IsSymlink() {
 			if t, err := c.Readlink(ctx, e.path); err == nil {
-				name += " -> " + t
+				name += " -> " + printable(t)
 			}
 		}
 		size := strconv.FormatUint(e.attr.Size, 10)

@@ -77,7 +77,7 @@ func runAdminRepair(ctx context.Context, a *app, addr string, rest []string) (ok
 			fmt.Fprintf(a.stdout, "%s joined at %s (node %s): up, %s free of %s; new files are placed on it, and existing\n"+
 				"data moves onto it in the background while the data servers' fills differ by more than the MDS's\n"+
 				"rebalance_spread ('strata admin rebuild status' shows the moves, 'strata admin ds list' the fills)\n",
-				d.ID, d.Addr, d.Node, size(d.Free), size(d.Capacity))
+				printable(d.ID), printable(d.Addr), printable(d.Node), size(d.Free), size(d.Capacity))
 			return nil
 		}
 	case len(rest) >= 1 && (rest[0] == "rebuild" || rest[0] == "scrub" || rest[0] == "ds"):
@@ -121,7 +121,7 @@ func printRebuild(w io.Writer, r *rpc.RebuildStatusResp) error {
 		if to == "" {
 			to = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s/%s\t%s\n", t.Ino, path, t.Comp, t.From, to, t.Reason, t.State, size(t.Bytes), size(t.Size), t.Detail)
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s/%s\t%s\n", t.Ino, printable(path), t.Comp, printable(t.From), printable(to), t.Reason, t.State, size(t.Bytes), size(t.Size), printable(t.Detail))
 	}
 	return tw.Flush()
 }
@@ -140,7 +140,7 @@ func printScrub(w io.Writer, r *rpc.ScrubStatusResp) error {
 		if d.Rate > 0 {
 			rate = size(d.Rate) + "/s"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\t%s\t%s\n", d.ID, d.State, d.Passes, d.Components, size(d.Bytes), d.BadBlocks, last, rate)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\t%s\t%s\n", printable(d.ID), d.State, d.Passes, d.Components, size(d.Bytes), d.BadBlocks, last, rate)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -161,7 +161,7 @@ func printScrub(w io.Writer, r *rpc.ScrubStatusResp) error {
 			if len(b.Blocks) > 8 {
 				blocks = fmt.Sprintf("%v... (%d)", b.Blocks[:8], len(b.Blocks))
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s of %s\t%s\n", b.Ino, path, b.Layout, b.Col, b.DS, blocks, size(uint64(b.BlockSize)), time.Unix(0, b.Found).Format(time.DateTime))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s of %s\t%s\n", b.Ino, printable(path), printable(b.Layout), b.Col, printable(b.DS), blocks, size(uint64(b.BlockSize)), time.Unix(0, b.Found).Format(time.DateTime))
 		}
 		return tw.Flush()
 	}
@@ -193,11 +193,11 @@ func printDS(w io.Writer, r *rpc.DSListResp) error {
 		if c := d.Info.Capacity; c > 0 {
 			fill = fmt.Sprintf("%.0f%%", 100*float64(c-min(d.Info.Free, c))/float64(c))
 		}
-		node := d.Info.Node
+		node := printable(d.Info.Node)
 		if d.Info.Rack != "" {
-			node += " (rack " + d.Info.Rack + ")"
+			node += " (rack " + printable(d.Info.Rack) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.1f\n", d.Info.ID, state, node, d.Info.Addr, d.Components, d.Stale, size(d.Bytes), size(d.Info.Free), fill, d.Info.Load)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.1f\n", printable(d.Info.ID), state, node, printable(d.Info.Addr), d.Components, d.Stale, size(d.Bytes), size(d.Info.Free), fill, d.Info.Load)
 	}
 	return tw.Flush()
 }

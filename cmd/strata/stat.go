@@ -56,10 +56,10 @@ func printStat(w io.Writer, p string, at *rpc.Attr, target string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	defer tw.Flush()
 	line := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-	line("path", p)
+	line("path", printable(p))
 	line("type", typeName(at.Mode))
 	if target != "" {
-		line("target", target)
+		line("target", printable(target))
 	}
 	size := strconv.FormatUint(at.Size, 10)
 	if at.Size >= 1024 {

@@ -91,7 +91,7 @@ files created in it get.`)
 
 func printLayout(a *app, info *client.LayoutInfo) {
 	w := a.stdout
-	fmt.Fprintln(w, info.Path)
+	fmt.Fprintln(w, printable(info.Path))
 	if info.Dir {
 		spec := info.Spec
 		if spec == "" {
@@ -113,7 +113,7 @@ func printLayout(a *app, info *client.LayoutInfo) {
 		if i < len(info.Addrs) {
 			addr = info.Addrs[i]
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\n", i, id, addr)
+		fmt.Fprintf(tw, "%d\t%s\t%s\n", i, printable(id), printable(addr))
 	}
 	tw.Flush()
 }
@@ -154,7 +154,7 @@ data server with its state. Sizes are binary (1K = 1024 bytes) unless
 		tw = tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "DS\tNODE\tADDR\tSTATE\tSIZE\tUSED\tAVAIL\tUSE%\tLOAD")
 		for _, d := range cl.DataSvrs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\n", d.ID, d.Node, d.Addr, d.State, size(d.Capacity),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\n", printable(d.ID), printable(d.Node), printable(d.Addr), d.State, size(d.Capacity),
 				size(used(d.Capacity, d.Free)), size(d.Free), percent(d.Capacity, d.Free), d.Load)
 		}
 		return tw.Flush()

@@ -81,7 +81,7 @@ answers.`)
 		w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "JOB\tSTATE\tNODES\tCAPACITY/NODE\tSTAGED\tDRAINED\tLOST\tERRORS\tCREATED")
 		for _, b := range bodies {
-			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\n", b.Job, b.State, len(b.Nodes), humanSize(b.Capacity),
+			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\n", b.Job, printable(b.State), len(b.Nodes), humanSize(b.Capacity),
 				humanSize(b.StagedBytes), humanSize(b.DrainedBytes), len(b.Lost), len(b.Errors), fmtTime(b.Created))
 		}
 		return w.Flush()
@@ -98,12 +98,12 @@ func printJSON(a *app, v any) error {
 func printTier(a *app, b *admin.TierBody) {
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "job\t%d\n", b.Job)
-	fmt.Fprintf(w, "state\t%s\n", b.State)
+	fmt.Fprintf(w, "state\t%s\n", printable(b.State))
 	fmt.Fprintf(w, "user\tuid %d gid %d\n", b.UID, b.GID)
-	fmt.Fprintf(w, "nodes\t%s\n", strings.Join(b.Nodes, ","))
+	fmt.Fprintf(w, "nodes\t%s\n", printables(b.Nodes, ","))
 	fmt.Fprintf(w, "capacity\t%s per node\n", humanSize(b.Capacity))
-	fmt.Fprintf(w, "spec\t%s\n", b.Spec)
-	fmt.Fprintf(w, "mount\t%s\n", b.MountPath)
+	fmt.Fprintf(w, "spec\t%s\n", printable(b.Spec))
+	fmt.Fprintf(w, "mount\t%s\n", printable(b.MountPath))
 	fmt.Fprintf(w, "created\t%s\n", fmtTime(b.Created))
 	if b.Ended != nil {
 		fmt.Fprintf(w, "ended\t%s\n", fmtTime(b.Ended))
@@ -113,10 +113,10 @@ func printTier(a *app, b *admin.TierBody) {
 	fmt.Fprintf(w, "lost files\t%d\n", len(b.Lost))
 	w.Flush()
 	for _, l := range b.Lost {
-		fmt.Fprintf(a.stdout, "  lost: %s\n", l)
+		fmt.Fprintf(a.stdout, "  lost: %s\n", printable(l))
 	}
 	for _, e := range b.Errors {
-		fmt.Fprintf(a.stdout, "  error: %s\n", e)
+		fmt.Fprintf(a.stdout, "  error: %s\n", printable(e))
 	}
 	if b.Dropped > 0 {
 		fmt.Fprintf(a.stdout, "  (%d more errors or lost files not kept)\n", b.Dropped)
@@ -188,14 +188,14 @@ func drainOne(ctx context.Context, a *app, p string, wait bool) error {
 		}
 		version := fmt.Sprintf("%d %d ", fi.ModTime().UnixNano(), fi.Size())
 		if v, err := getXattr(abs, drainedXattr); err == nil && strings.HasPrefix(v, version) {
-			fmt.Fprintf(a.stdout, "%s: drained to %s\n", p, dest)
+			fmt.Fprintf(a.stdout, "%s: drained to %s\n", printable(p), printable(dest.String()))
 			return nil
 		}
 		if v, err := getXattr(abs, drainErrXattr); err == nil && strings.HasPrefix(v, version) {
 			return opError("tier drain", p, errors.New(strings.TrimPrefix(v, version)))
 		}
 		if !wait {
-			fmt.Fprintf(a.stdout, "%s: not drained yet (to %s)\n", p, dest)
+			fmt.Fprintf(a.stdout, "%s: not drained yet (to %s)\n", printable(p), printable(dest.String()))
 			return errReported{errors.New("not drained")}
 		}
 		t := time.NewTimer(drainWaitPoll)

@@ -5,8 +5,8 @@ import (
 	"math/bits"
 	"strings"
 	"time"
-	"unicode"
 
+	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/capability"
 )
 
@@ -19,7 +19,6 @@ const (
 	DefaultScrubRate         = 32 << 20
 	MinBlockSize             = 4 << 10
 	MaxBlockSize             = 16 << 20
-	maxIDLen                 = 128
 )
 
 // Config configures a data server. Zero values of optional fields take
@@ -78,7 +77,17 @@ func (c Config) withDefaults() Config {
 // Validate reports the first problem of c. Optional fields may be zero.
 func (c Config) Validate() error {
 	if err := validID(c.ID); err != nil {
-		return fmt.Errorf("%w: id: %v", ErrConfig, err)
+		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if c.Node != "" {
+		if err := rpc.CheckName("node", c.Node); err != nil {
+			return fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+	}
+	if c.Rack != "" {
+		if err := rpc.CheckName("rack", c.Rack); err != nil {
+			return fmt.Errorf("%w: %v", ErrConfig, err)
+		}
 	}
 	if c.Dir == "" {
 		return fmt.Errorf("%w: dir is empty", ErrConfig)
@@ -104,19 +113,6 @@ func validBlockSize(bs int) bool {
 	return bs >= MinBlockSize && bs <= MaxBlockSize && bits.OnesCount(uint(bs)) == 1
 }
 
-// validID accepts a non-empty, printable id without white space, which the
-// format file and the MDS registry can hold verbatim.
-func validID(id string) error {
-	if id == "" {
-		return fmt.Errorf("empty")
-	}
-	if len(id) > maxIDLen {
-		return fmt.Errorf("longer than %d bytes", maxIDLen)
-	}
-	for _, r := range id {
-		if !unicode.IsPrint(r) || unicode.IsSpace(r) {
-			return fmt.Errorf("%q holds white space or a control character", id)
-		}
-	}
-	return nil
-}
+// validID accepts the ids the MDS registers (rpc.CheckName), which the
+// format file, logs and tables hold verbatim.
+func validID(id string) error { return rpc.CheckName("id", id) }

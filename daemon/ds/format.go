@@ -62,7 +62,7 @@ func decodeFormat(b []byte) (format, error) {
 		switch key {
 		case "id":
 			if err := validID(val); err != nil {
-				return f, fmt.Errorf("%w: id: %v", ErrFormat, err)
+				return f, fmt.Errorf("%w: %v", ErrFormat, err)
 			}
 			f.ID = val
 		case "block_size":

@@ -253,6 +253,9 @@ func (st *state) applyCommit(c *commitCmd) result {
 }
 
 func (st *state) applyRegister(c *registerCmd) result {
+	if err := checkDSNames(&rpc.HeartbeatReq{ID: c.ID, Addr: c.Addr, Node: c.Node, Rack: c.Rack}); err != nil {
+		return fail(err) // the leader checks first: only an older leader's entry gets here
+	}
 	st.ds[c.ID] = dsRecord{ID: c.ID, Addr: c.Addr, Node: c.Node, Rack: c.Rack}
 	return result{}
 }

@@ -417,8 +417,8 @@ func (s *Server) layoutCommit(_ context.Context, r *rpc.LayoutCommitReq) (*rpc.A
 }
 
 func (s *Server) heartbeat(_ context.Context, r *rpc.HeartbeatReq) (*rpc.HeartbeatResp, error) {
-	if r.ID == "" || r.Addr == "" {
-		return nil, errf(syscall.EINVAL, "heartbeat needs an id and an address (id %q, addr %q)", r.ID, r.Addr)
+	if err := checkDSNames(r); err != nil {
+		return nil, err
 	}
 	s.fsm.mu.RLock()
 	rec, ok := s.fsm.st.ds[r.ID]

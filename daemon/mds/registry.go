@@ -3,7 +3,9 @@ package mds
 import (
 	"math/rand/v2"
 	"sync"
+	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/layout"
@@ -123,4 +125,33 @@ func (r *registry) takeOffice(known map[string]dsRecord) {
 		}
 	}
 	r.view.dirty = true
+}
+
+// checkDSNames refuses a registration whose id, node or rack is not a safe
+// name (rpc.CheckName) or whose address is empty or not printable: the
+// leader calls it before raft, so a refused heartbeat costs no log space,
+// and the FSM again.
+func checkDSNames(r *rpc.HeartbeatReq) error {
+	if err := rpc.CheckName("data server id", r.ID); err != nil {
+		return errf(syscall.EINVAL, "heartbeat: %v", err)
+	}
+	if r.Node != "" {
+		if err := rpc.CheckName("node", r.Node); err != nil {
+			return errf(syscall.EINVAL, "heartbeat of %s: %v", r.ID, err)
+		}
+	}
+	if r.Rack != "" {
+		if err := rpc.CheckName("rack", r.Rack); err != nil {
+			return errf(syscall.EINVAL, "heartbeat of %s: %v", r.ID, err)
+		}
+	}
+	if r.Addr == "" || len(r.Addr) > 2*rpc.MaxNameLen {
+		return errf(syscall.EINVAL, "heartbeat of %s: address %q: empty or too long", r.ID, r.Addr)
+	}
+	for _, c := range r.Addr {
+		if !unicode.IsPrint(c) || unicode.IsSpace(c) {
+			return errf(syscall.EINVAL, "heartbeat of %s: address %q holds white space or a control character", r.ID, r.Addr)
+		}
+	}
+	return nil
 }
