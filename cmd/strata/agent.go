@@ -53,6 +53,7 @@ over the file. SIGINT or SIGTERM stops it, leaving tiers running.`)
 	o.int("stage_workers", "`pieces` staged in at once", &cfg.StageWorkers)
 	o.dur("ready_timeout", "a prolog waits this `long` for the tier's MDS and data servers", &cfg.ReadyTimeout)
 	o.dur("epilog_timeout", "the final drain's time `budget` (keep it under plugstack.conf timeout=)", &cfg.EpilogTimeout)
+	o.dur("after_job_timeout", "how `long` after its job a tier is kept to drain what the epilog could not", &cfg.AfterJobTimeout)
 	o.str("log_level", "`level`: debug, info, warn or error", &logLevel)
 	log, err := parseDaemon(a, f, o, args, &logLevel)
 	if err != nil {

@@ -43,6 +43,8 @@ func (s *Server) adoptAll(ctx context.Context) {
 			if t.st.first() {
 				s.startDrainer(t, lookupIdentity(t.st.UID, t.st.GID))
 			}
+		case phaseAfterJob:
+			s.resumeKept(t) // afterjob.go
 		case phaseAssembling, phaseStaging:
 			reason := fmt.Sprintf("the strata agent on %s restarted while it set up the storage tier", s.cfg.Node)
 			_ = t.setPhase(phaseFailed, reason)

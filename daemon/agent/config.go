@@ -55,29 +55,33 @@ type Config struct {
 	StageWorkers  int           // files (or pieces) staged in at once
 	StageChunk    int64         // files larger than this are staged in pieces spread over the nodes
 	ReadyTimeout  time.Duration // a prolog waits this long for the tier's MDS and data servers
-	EpilogTimeout time.Duration // the final drain's budget; what is left is recorded as not drained
-	Retries       int           // attempts per drain before a file is given up
+	EpilogTimeout time.Duration // the final drain's budget; what is left is drained after the job
+	// AfterJobTimeout bounds a drain that goes on after the job (what the
+	// epilog could not drain): past it, what is left is recorded as lost.
+	AfterJobTimeout time.Duration
+	Retries         int // attempts per drain before a file is given up
 }
 
 // DefaultConfig returns a Config with every default set.
 func DefaultConfig() Config {
 	return Config{
-		Socket:        "/run/strata/agent.sock",
-		StateDir:      "/var/lib/strata/agent",
-		HintsDir:      "/run/strata-hints",
-		NVMeDir:       "/var/lib/strata/nvme",
-		Tier:          jobtier.Options{DefaultMount: "/mnt/strata-tier/%j"},
-		PortBase:      24000,
-		PortSlots:     1000,
-		DefaultUnit:   1 << 20,
-		DrainWorkers:  4,
-		DrainSettle:   time.Second,
-		ScanInterval:  500 * time.Millisecond,
-		StageWorkers:  4,
-		StageChunk:    256 << 20,
-		ReadyTimeout:  30 * time.Second,
-		EpilogTimeout: 90 * time.Second,
-		Retries:       3,
+		Socket:          "/run/strata/agent.sock",
+		StateDir:        "/var/lib/strata/agent",
+		HintsDir:        "/run/strata-hints",
+		NVMeDir:         "/var/lib/strata/nvme",
+		Tier:            jobtier.Options{DefaultMount: "/mnt/strata-tier/%j"},
+		PortBase:        24000,
+		PortSlots:       1000,
+		DefaultUnit:     1 << 20,
+		DrainWorkers:    4,
+		DrainSettle:     time.Second,
+		ScanInterval:    500 * time.Millisecond,
+		StageWorkers:    4,
+		StageChunk:      256 << 20,
+		ReadyTimeout:    30 * time.Second,
+		EpilogTimeout:   90 * time.Second,
+		AfterJobTimeout: 2 * time.Hour,
+		Retries:         3,
 	}
 }
 
@@ -105,7 +109,7 @@ func (c Config) withDefaults() Config {
 	for _, p := range []struct {
 		v   *time.Duration
 		def time.Duration
-	}{{&c.DrainSettle, d.DrainSettle}, {&c.ScanInterval, d.ScanInterval}, {&c.ReadyTimeout, d.ReadyTimeout}, {&c.EpilogTimeout, d.EpilogTimeout}} {
+	}{{&c.DrainSettle, d.DrainSettle}, {&c.ScanInterval, d.ScanInterval}, {&c.ReadyTimeout, d.ReadyTimeout}, {&c.EpilogTimeout, d.EpilogTimeout}, {&c.AfterJobTimeout, d.AfterJobTimeout}} {
 		if *p.v == 0 {
 			*p.v = p.def
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,21 +94,30 @@ type drainJob struct {
 }
 
 // startDrainer starts the scanner and workers of t (first node, drain
-// rules given).
+// rules given) as t.drain.
 func (s *Server) startDrainer(t *tier, id identity) {
 	if len(t.spec.Drain) == 0 || t.drain != nil {
 		return
 	}
+	t.drain = s.newDrainer(t, id)
+}
+
+// newDrainer starts a drainer of t, or returns nil (logged) when t has no
+// drain rules or its clients cannot be made.
+func (s *Server) newDrainer(t *tier, id identity) *drainer {
+	if len(t.spec.Drain) == 0 {
+		return nil
+	}
 	tc, err := client.New(client.Config{MDS: t.st.MDSAddr, Timeout: 10 * time.Second, FailoverTimeout: 2 * time.Second, Cred: rpc.Cred{Uid: t.st.UID, Gid: t.st.GID}})
 	if err != nil {
 		s.log.Error("drainer_not_started", "job_id", t.st.Job, "err", err)
-		return
+		return nil
 	}
 	gc, err := t.globalClient(s.cfg.GlobalMDS)
 	if err != nil {
 		tc.Close()
 		s.log.Error("drainer_not_started", "job_id", t.st.Job, "err", err)
-		return
+		return nil
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	scanCtx, cancelScan := context.WithCancel(ctx)
@@ -116,7 +126,6 @@ func (s *Server) startDrainer(t *tier, id identity) {
 		jobs: make(chan drainJob, maxQueued), seen: map[string]observed{}, inflight: map[string]bool{},
 		cancel: cancel, cancelScan: cancelScan, scanned: make(chan struct{}),
 	}
-	t.drain = d
 	for range s.cfg.DrainWorkers {
 		d.workers.Add(1)
 		s.wg.Add(1)
@@ -132,6 +141,7 @@ func (s *Server) startDrainer(t *tier, id identity) {
 		defer close(d.scanned)
 		d.scanLoop(scanCtx)
 	}()
+	return d
 }
 
 // scanLoop scans the tier every ScanInterval until ctx ends.
@@ -155,6 +165,11 @@ func (d *drainer) scanLoop(ctx context.Context) {
 // with final every one whose current version is not drained.
 func (d *drainer) scan(ctx context.Context, final bool) error {
 	now := time.Now()
+	return d.walk(ctx, func(j drainJob) { d.consider(j, now, final) })
+}
+
+// walk calls fn for every file of the tier that a drain rule matches.
+func (d *drainer) walk(ctx context.Context, fn func(drainJob)) error {
 	var walk func(ino uint64, rel string) error
 	walk = func(ino uint64, rel string) error {
 		ents, err := d.tc.ReadDirIno(ctx, ino)
@@ -176,7 +191,7 @@ func (d *drainer) scan(ctx context.Context, final bool) error {
 				}
 			case e.Attr.IsFile():
 				if dest, ok := d.t.spec.DrainTarget(p); ok {
-					d.consider(drainJob{rel: p, ino: e.Attr.Ino, size: e.Attr.Size, mtime: e.Attr.Mtime, dest: dest}, now, final)
+					fn(drainJob{rel: p, ino: e.Attr.Ino, size: e.Attr.Size, mtime: e.Attr.Mtime, dest: dest})
 				}
 			}
 		}
@@ -521,42 +536,70 @@ func (d *drainer) toLocal(ctx context.Context, f *client.File, j drainJob, mode 
 	return crc, nil
 }
 
+// undrained is a file matching a drain rule whose current version is
+// neither drained nor given up (failed or lost, both recorded).
+type undrained struct {
+	rel  string
+	size uint64
+}
+
 // finish runs the final drain: it stops the scanner, drains every
 // matching file whose current version is not drained yet, and waits for
-// all drains until ctx ends. What could not be drained by then is
-// recorded as lost. It closes the drainer's clients.
-func (d *drainer) finish(ctx context.Context) {
+// all drains until ctx ends. It returns the files whose current version
+// is still not drained nor recorded as failed or lost (nil if the tier
+// cannot be listed: then it reports that). It closes the drainer's
+// clients; nothing is recorded as lost here: the caller decides whether
+// the rest is drained after the job or lost.
+func (d *drainer) finish(ctx context.Context) ([]undrained, error) {
 	// The scanner stops; the workers go on with what is queued.
 	d.cancelScan()
 	<-d.scanned
-	if err := d.scan(ctx, true); err != nil {
-		d.t.rep.put(rpc.TierPutReq{Errors: []string{oneLine("final drain: scan the tier: " + err.Error())}})
+	err := d.scan(ctx, true)
+	if err == nil {
+		idle := make(chan struct{})
+		go func() {
+			d.pending.Wait()
+			close(idle)
+		}()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+		}
 	}
-	idle := make(chan struct{})
-	go func() {
-		d.pending.Wait()
-		close(idle)
-	}()
-	select {
-	case <-idle:
-	case <-ctx.Done():
-	}
+	// A drain cut short records nothing: the listing below finds it.
 	d.cancel()
 	d.workers.Wait()
 	for len(d.jobs) > 0 {
 		<-d.jobs
 	}
-	// Whatever is still queued or was not finished is lost with the tier.
-	d.mu.Lock()
-	var left []string
-	for rel := range d.inflight {
-		left = append(left, rel)
-	}
-	d.mu.Unlock()
-	if len(left) > 0 {
-		d.t.rep.put(rpc.TierPutReq{Lost: left, Errors: []string{fmt.Sprintf("final drain: %d files not drained within the epilog's time limit", len(left))}})
-	}
 	d.saveIfDirty()
-	d.tc.Close()
-	d.gc.Close()
+	defer d.gc.Close()
+	defer d.tc.Close()
+	lctx, cancel := context.WithTimeout(context.Background(), listTimeout)
+	defer cancel()
+	left, lerr := d.undrained(lctx)
+	if lerr != nil {
+		return nil, fmt.Errorf("final drain: list the tier: %w", lerr)
+	}
+	return left, nil
+}
+
+// listTimeout bounds the listing of a tier's undrained files once its
+// drain time is over.
+const listTimeout = 10 * time.Second
+
+// undrained lists the files matching a rule whose current version has no
+// final record (drained, failed or lost).
+func (d *drainer) undrained(ctx context.Context) ([]undrained, error) {
+	var left []undrained
+	err := d.walk(ctx, func(j drainJob) {
+		d.t.smu.Lock()
+		rec := d.t.st.Drains[j.rel]
+		d.t.smu.Unlock()
+		if rec == nil || rec.Size != j.size || rec.Mtime != j.mtime {
+			left = append(left, undrained{rel: j.rel, size: j.size})
+		}
+	})
+	slices.SortFunc(left, func(a, b undrained) int { return strings.Compare(a.rel, b.rel) })
+	return left, err
 }

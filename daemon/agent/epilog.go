@@ -31,23 +31,52 @@ func (s *Server) Epilog(ctx context.Context, req jobtier.HookRequest) error {
 	if s.tier(req.JobID) != t {
 		return nil // a concurrent epilog did it
 	}
+	phase, _ := t.phase()
+	if phase == phaseAfterJob {
+		return nil // a repeated epilog: the tier is kept for its drains
+	}
 	ectx, cancel := context.WithTimeout(ctx, s.cfg.EpilogTimeout)
 	defer cancel()
-	phase, _ := t.phase()
 	first := t.st.first()
 	if first {
+		s.noteJobOutput(t)
 		if phase != phaseFailed {
 			_ = t.setPhase(phaseDraining, "")
 			t.rep.put(rpc.TierPutReq{State: rpc.TierDraining})
 		}
+		var left []undrained
 		if t.drain != nil {
-			t.drain.finish(ectx)
+			// The first node's budget ends before the others stop
+			// waiting for it (waitFirstNode), so that they see its mark.
+			dctx, dcancel := context.WithTimeout(ectx, s.drainBudget())
+			var err error
+			left, err = t.drain.finish(dctx)
+			dcancel()
 			t.drain = nil
+			if err != nil {
+				msg := oneLine(err.Error() + "; the files not drained are lost with the tier")
+				t.rep.put(rpc.TierPutReq{Errors: []string{msg}})
+				s.appendJobOutput(t, []string{msg})
+			}
 		}
-		s.markEpilog(t)
-	} else {
-		s.waitFirstNode(ectx, t)
+		if len(left) > 0 {
+			return s.keepTier(t, left)
+		}
+		s.markEpilog(t, epilogDrained)
+		s.reportDrainOutcome(t, "")
+		s.reportLost(t)
+	} else if mark := s.waitFirstNode(ectx, t); mark != epilogDrained && alive(t.proc("ds"), t.marker()) {
+		// The first node drains after the job (or has not said it is
+		// done): this node's data server keeps its part of the files.
+		return s.keepTier(t, nil)
 	}
+	return s.endTier(t, phase)
+}
+
+// endTier tears down this node's part of the tier and records the end.
+// The caller holds t.mu.
+func (s *Server) endTier(t *tier, phase string) error {
+	first := t.st.first()
 	err := s.teardown(t)
 	t.rep.statsLater(t.stats())
 	if first {
@@ -65,14 +94,27 @@ func (s *Server) Epilog(ctx context.Context, req jobtier.HookRequest) error {
 		return err // the node keeps something of the tier: drain it
 	}
 	s.mu.Lock()
-	delete(s.tiers, req.JobID)
+	delete(s.tiers, t.st.Job)
 	s.mu.Unlock()
 	return t.removeState()
 }
 
+// drainBudget is the part of the epilog's time the first node's final
+// drain may take: the rest is for listing what is left, the mark and the
+// teardown.
+func (s *Server) drainBudget() time.Duration {
+	return s.cfg.EpilogTimeout - min(s.cfg.EpilogTimeout/5, 5*time.Second)
+}
+
+// Values of epilogXattr.
+const (
+	epilogDrained = "drained" // the final drain is over: stop the data servers
+	epilogKept    = "kept"    // the first node drains after the job: keep them
+)
+
 // markEpilog tells the other nodes that the first node's final drain is
-// over.
-func (s *Server) markEpilog(t *tier) {
+// over (epilogDrained) or goes on after the job (epilogKept).
+func (s *Server) markEpilog(t *tier, mark string) {
 	if !alive(t.proc("mds"), t.marker()) {
 		return // the others find the MDS gone
 	}
@@ -83,27 +125,29 @@ func (s *Server) markEpilog(t *tier) {
 	defer tc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := tc.SetXattrIno(ctx, rpc.RootIno, epilogXattr, []byte("drained"), 0); err != nil {
+	if err := tc.SetXattrIno(ctx, rpc.RootIno, epilogXattr, []byte(mark), 0); err != nil {
 		s.log.Warn("epilog_mark_failed", "job_id", t.st.Job, "err", err)
 	}
 }
 
 // waitFirstNode waits until the first node's final drain is over: the
-// mark on the tier's root, or the tier's MDS gone, or ctx's end.
-func (s *Server) waitFirstNode(ctx context.Context, t *tier) {
+// mark on the tier's root, or the tier's MDS gone, or ctx's end. It
+// returns the mark, epilogDrained when the MDS is gone (the first node is
+// done with it), "" when ctx ended first.
+func (s *Server) waitFirstNode(ctx context.Context, t *tier) string {
 	// No failover retries: an MDS that does not answer is gone, and then
 	// the first node is done with it.
 	tc, err := t.tierClient(time.Nanosecond)
 	if err != nil {
-		return
+		return epilogDrained
 	}
 	defer tc.Close()
+	mark := ""
 	_ = poll(ctx, 50*time.Millisecond, func() (bool, error) {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		_, err := tc.GetXattrIno(cctx, rpc.RootIno, epilogXattr)
-		return err == nil || errors.Is(err, rpc.ErrUnavailable), nil
+		mark = firstNodeMark(ctx, tc)
+		return mark != "", nil
 	})
+	return mark
 }
 
 // teardown unmounts the tier, stops its daemons and wipes its data on

@@ -74,6 +74,12 @@ type tierState struct {
 	Drains    map[string]*drainRec `json:"drains,omitempty"` // first node: tier path -> record
 	Stats     rpc.TierNodeStats    `json:"stats"`
 	Created   time.Time            `json:"created"`
+	// First node: the job's output file (afterjob.go), the drain
+	// failures told there, and until when a tier kept after its job
+	// drains.
+	Output    string          `json:"output,omitempty"`
+	Told      map[string]bool `json:"told,omitempty"`
+	KeepUntil time.Time       `json:"keep_until,omitempty"`
 }
 
 // first reports whether this node runs the tier's MDS and its drains.
