@@ -121,6 +121,9 @@ func (st *store) openEntry(id rpc.ComponentID, create bool) (*entry, error) {
 		if !create {
 			return nil, nil
 		}
+		if st.tombs.removed(id.Ino, id.Gen, st.now()) {
+			return nil, fmt.Errorf("%w: %s", ErrRemoved, componentName(id))
+		}
 		data, err = st.createData(name)
 		created = true
 	}
@@ -170,6 +173,9 @@ func (st *store) close() {
 		return
 	}
 	st.closed = true
+	if err := st.tombs.close(); err != nil {
+		st.log.Warn("close tombstones failed", "err", err)
+	}
 	for id, e := range st.open {
 		delete(st.open, id)
 		if e.refs == 0 {

@@ -11,6 +11,9 @@ var (
 	ErrNoSpace = errors.New("ds: no space left")
 	// ErrRange is wrapped when an offset, length or size is out of bounds.
 	ErrRange = errors.New("ds: invalid range")
+	// ErrRemoved is wrapped when a call names a generation of a file that
+	// the MDS removed (tombstone.go).
+	ErrRemoved = errors.New("ds: file removed")
 	// ErrClosed is returned by calls made after Close.
 	ErrClosed = errors.New("ds: server closed")
 	// ErrConfig is wrapped by every Config.Validate error.

@@ -33,6 +33,9 @@ func (s *Server) begin(req *rpc.DSReq, op capability.Op) (time.Time, error) {
 	if err := req.Cap.Verify(s.secret, now, req.ID.Ino, req.ID.Gen, op); err != nil {
 		return now, rpc.Errorf(syscall.EACCES, "ds: "+err.Error())
 	}
+	if req.Cap.Ops&capability.OpAdmin == 0 && s.store.tombs.removed(req.ID.Ino, req.ID.Gen, now.UnixNano()) {
+		return now, wireError(fmt.Errorf("%w: inode %d generation %d: its capabilities are revoked", ErrRemoved, req.ID.Ino, req.ID.Gen))
+	}
 	if req.Cap.Class == rpc.ClassRebuild || req.Cap.Class == rpc.ClassScrub {
 		return time.Time{}, nil
 	}
@@ -113,6 +116,11 @@ func (s *Server) handleRemove(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, e
 		return nil, err
 	}
 	defer s.end(start)
+	if req.Tombstone > 0 {
+		if err := s.store.tombs.add(req.ID.Ino, req.ID.Gen, req.Tombstone); err != nil {
+			return nil, wireError(err)
+		}
+	}
 	if err := s.store.remove(req.ID); err != nil {
 		return nil, wireError(err)
 	}
@@ -166,6 +174,8 @@ func wireErrno(err error) syscall.Errno {
 		return syscall.EINVAL
 	case errors.Is(err, ErrClosed):
 		return syscall.EAGAIN
+	case errors.Is(err, ErrRemoved):
+		return syscall.ESTALE
 	}
 	return rpc.ToErrno(err)
 }

@@ -65,6 +65,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ds %s: %w", cfg.ID, err)
 	}
+	clock := deps.Clock
+	st.now = func() int64 { return clock().UnixNano() }
 	s := &Server{
 		cfg:    cfg,
 		secret: append([]byte(nil), cfg.Secret...),

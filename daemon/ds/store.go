@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
@@ -44,6 +45,8 @@ type store struct {
 	sum      checksummer
 	capacity uint64
 	used     atomic.Int64 // bytes of all components plus reservations of writes in flight
+	tombs    *tombstones
+	now      func() int64 // unix ns: the server's clock, for tombstones
 
 	blocks sync.Pool // *[]byte of bs bytes: read-modify-write scratch
 	sums   sync.Pool // *[]byte: checksum file images
@@ -72,7 +75,13 @@ func openStore(dir string, d Disk, log *slog.Logger, id string, bs int, capacity
 		}
 		capacity = total
 	}
+	tombs, err := openTombstones(d, dir, time.Now().UnixNano())
+	if err != nil {
+		return nil, err
+	}
 	st := &store{
+		tombs:    tombs,
+		now:      func() int64 { return time.Now().UnixNano() },
 		dir:      dir,
 		disk:     d,
 		log:      log,
@@ -84,6 +93,7 @@ func openStore(dir string, d Disk, log *slog.Logger, id string, bs int, capacity
 	}
 	used, err := st.scan()
 	if err != nil {
+		tombs.close()
 		return nil, err
 	}
 	st.used.Store(int64(used))

@@ -18,7 +18,10 @@ import (
 // file gets a new layout, the FSM moves the old layout to its orphan queue
 // (durable: it is FSM state). The leader's GC loop removes each column's
 // component from its data server with rpc.DRemove under an admin token,
-// then applies a purgeCmd for the orphans that are gone everywhere. A data
+// leaving a tombstone there that refuses the capabilities granted for the
+// generation until they have expired (daemon/ds/tombstone.go), so that no
+// client holding one re-creates the component; then it applies a purgeCmd
+// for the orphans that are gone everywhere. A data
 // server that is down keeps its orphans queued until it is up again; a
 // call that fails is retried with exponential backoff.
 const (
@@ -149,6 +152,10 @@ func (s *Server) removeOrphan(ctx context.Context, o orphan) (done, failed bool)
 		req := &rpc.DSReq{
 			Cap: s.adminToken(o.Ino, o.Layout.Generation),
 			ID:  rpc.ComponentID{Ino: o.Ino, Gen: o.Layout.Generation, Col: uint32(col)},
+			// Capabilities of the generation were granted before it went
+			// and expire within a TTL; twice that covers the clock skew
+			// between MDS replicas, as the write-grant horizon does.
+			Tombstone: s.clock().Add(2 * s.cfg.CapabilityTTL).UnixNano(),
 		}
 		cctx, cancel := context.WithTimeout(ctx, gcCallTimeout)
 		err := s.dsc.Call(cctx, addr, rpc.DRemove, req, &rpc.DSResp{})

@@ -22,13 +22,18 @@ type ComponentID struct {
 
 // DSReq is the header of every component call. Off and Len are used by
 // read (Len bytes at Off) and write (the data follows the header; Off is
-// where it goes); Size by truncate.
+// where it goes); Size by truncate. Tombstone, set by the MDS on a remove
+// of a generation that is gone (unlinked, or replaced by a truncate), is
+// the time (unix ns) until which the data server refuses every client
+// call of that inode and generation: capabilities granted before the
+// removal are revoked.
 type DSReq struct {
-	Cap  capability.Token
-	ID   ComponentID
-	Off  uint64
-	Len  uint64
-	Size uint64
+	Cap       capability.Token
+	ID        ComponentID
+	Off       uint64
+	Len       uint64
+	Size      uint64
+	Tombstone int64 // appended later: 0 from an older MDS
 }
 
 // DSResp answers a component call. Size is the component's size after the

@@ -1,0 +1,195 @@
+package ds
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// Tombstones: a removed file's components must not come back. A client
+// may hold a capability for a file until it expires, and a write with it
+// would create the component anew after the MDS removed it, an orphan no
+// inode references. So when the MDS removes the components of a
+// generation that is gone (the file was unlinked, or truncated to a new
+// generation), it sends the time until which capabilities of that
+// generation may be alive (rpc.DSReq.Tombstone); until then the data
+// server refuses every call of a client for that (inode, generation),
+// with ESTALE, and creates none of its components. Tombstones are durable
+// (Dir/tombstones, appended and synced before the removal answers) and
+// are dropped once past, when the server starts.
+
+const (
+	tombName    = "tombstones"
+	tombRecSize = 8 + 8 + 8 + 4 // ino, gen, until (unix ns), CRC32C of the 24 bytes before
+	maxTombFile = 1 << 30       // refuse to load more than this
+)
+
+type tombKey struct{ ino, gen uint64 }
+
+// tombstones is the set of removed generations. It is safe for concurrent
+// use.
+type tombstones struct {
+	disk Disk
+	dir  string
+
+	mu sync.RWMutex
+	f  File
+	n  int64 // bytes in f
+	m  map[tombKey]int64
+}
+
+// openTombstones loads dir's tombstones that are still live at now (unix
+// ns) and rewrites the file with only those.
+func openTombstones(d Disk, dir string, now int64) (*tombstones, error) {
+	t := &tombstones{disk: d, dir: dir, m: map[tombKey]int64{}}
+	name := filepath.Join(dir, tombName)
+	f, err := d.OpenFile(name, os.O_RDONLY, 0)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("tombstones: %w", err)
+	default:
+		err = t.load(f, now)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := t.rewrite(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// load reads records up to the first torn or corrupt one (an append cut
+// by a crash: its removal was never acknowledged).
+func (t *tombstones) load(f File, now int64) error {
+	info, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("tombstones: %w", err)
+	}
+	if info.Size() > maxTombFile {
+		return fmt.Errorf("%w: tombstones file is %d bytes", ErrFormat, info.Size())
+	}
+	b := make([]byte, info.Size())
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("tombstones: %w", err)
+	}
+	b = b[:n]
+	for len(b) >= tombRecSize {
+		rec := b[:tombRecSize]
+		b = b[tombRecSize:]
+		if crc32.Checksum(rec[:24], castagnoli) != binary.LittleEndian.Uint32(rec[24:]) {
+			break
+		}
+		k := tombKey{binary.LittleEndian.Uint64(rec), binary.LittleEndian.Uint64(rec[8:])}
+		until := int64(binary.LittleEndian.Uint64(rec[16:]))
+		if until > now && until > t.m[k] {
+			t.m[k] = until
+		}
+	}
+	return nil
+}
+
+// rewrite replaces the file with the live records, atomically, and opens
+// it for appends.
+func (t *tombstones) rewrite() error {
+	name := filepath.Join(t.dir, tombName)
+	tmp := name + ".tmp"
+	w, err := t.disk.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
+	if err != nil {
+		return fmt.Errorf("tombstones: %w", err)
+	}
+	b := make([]byte, 0, len(t.m)*tombRecSize)
+	for k, until := range t.m {
+		b = appendTomb(b, k, until)
+	}
+	_, err = w.WriteAt(b, 0)
+	if err == nil {
+		err = w.Sync()
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = t.disk.Rename(tmp, name)
+	}
+	if err == nil {
+		err = syncDir(t.disk, t.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("tombstones: %w", err)
+	}
+	f, err := t.disk.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("tombstones: %w", err)
+	}
+	t.f, t.n = f, int64(len(b))
+	return nil
+}
+
+func appendTomb(b []byte, k tombKey, until int64) []byte {
+	start := len(b)
+	b = binary.LittleEndian.AppendUint64(b, k.ino)
+	b = binary.LittleEndian.AppendUint64(b, k.gen)
+	b = binary.LittleEndian.AppendUint64(b, uint64(until))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
+}
+
+// add records that generation gen of inode ino is removed until until
+// (unix ns), durably.
+func (t *tombstones) add(ino, gen uint64, until int64) error {
+	k := tombKey{ino, gen}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m[k] >= until {
+		return nil
+	}
+	if t.f == nil {
+		return ErrClosed
+	}
+	rec := appendTomb(nil, k, until)
+	if _, err := t.f.WriteAt(rec, t.n); err != nil {
+		return fmt.Errorf("tombstone of inode %d generation %d: %w", ino, gen, err)
+	}
+	if err := t.f.Sync(); err != nil {
+		return fmt.Errorf("tombstone of inode %d generation %d: %w", ino, gen, err)
+	}
+	t.n += tombRecSize
+	t.m[k] = until
+	return nil
+}
+
+// removed reports whether generation gen of inode ino is removed at now
+// (unix ns).
+func (t *tombstones) removed(ino, gen uint64, now int64) bool {
+	t.mu.RLock()
+	until, ok := t.m[tombKey{ino, gen}]
+	t.mu.RUnlock()
+	return ok && now <= until
+}
+
+// len returns the number of tombstones held, live or past.
+func (t *tombstones) len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.m)
+}
+
+func (t *tombstones) close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.f == nil {
+		return nil
+	}
+	err := t.f.Close()
+	t.f = nil
+	return err
+}
