@@ -136,7 +136,8 @@ From inside a job: say whether files of the job's tier ($STRATA_TIER_DIR)
 are safe in their drain destination, the version you see now. With --wait
 block until they are (or until a drain fails, or --timeout):
   strata tier drain --wait $STRATA_TIER_DIR/ckpt/step-100
-Exit 0 when every PATH is drained. The node agent drains a file matching a
+Every PATH is looked at, also after one failed: each failure is printed
+with its reason. Exit 0 when every PATH is drained. The node agent drains a file matching a
 drain rule once its writers have closed it; it marks the drained version
 with the extended attribute user.strata.drained, which this reads through
 the tier's mount: no privilege and no MDS address are needed.`)
@@ -154,12 +155,29 @@ the tier's mount: no privilege and no MDS address are needed.`)
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
+	// Every PATH is looked at, failures or not: each failure is printed,
+	// and the exit status says whether any PATH is not drained.
+	failed := 0
+	var last error
 	for _, p := range rest {
-		if err := drainOne(ctx, a, p, *wait); err != nil {
-			return err
+		err := drainOne(ctx, a, p, *wait)
+		if err == nil {
+			continue
+		}
+		failed++
+		last = err
+		var done errReported
+		if !errors.As(err, &done) {
+			fmt.Fprintln(a.stderr, "strata: "+describe(err))
 		}
 	}
-	return nil
+	switch {
+	case failed == 0:
+		return nil
+	case len(rest) > 1:
+		return errReported{fmt.Errorf("%d of %d paths not drained: %w", failed, len(rest), last)}
+	}
+	return errReported{last}
 }
 
 // drainOne reports (and with wait, waits for) the drain of one tier file.

@@ -39,6 +39,7 @@ func TestTierDrain(t *testing.T) {
 		}
 	}
 	t.Run("PastEpilogTimeout", func(t *testing.T) { testPastEpilogTimeout(t, e) })
+	t.Run("FailuresReported", func(t *testing.T) { testFailuresReported(t, e) })
 }
 
 // Six 40 MB checkpoints appear under the drain rule as the job ends (moved
@@ -89,6 +90,56 @@ mv $T/tmp/* $T/ckpt/
 		}
 	}
 	checkGone(t, e, id, []string{"n1", "n2", "n3"})
+}
+
+// Two drains the destination refuses (root's /locked, the job runs as
+// nobody) and one that works: `strata tier drain --wait` in the job goes
+// past the first failure and reports both; the job's output file gets a
+// line per failed drain from the epilog; strata tier status lists them as
+// errors and lost files. The nodes stay in service.
+func testFailuresReported(t *testing.T, e *tiertest.Env) {
+	script := writeOut(t, e, "refused.sh", []byte(`#!/bin/sh
+T=$STRATA_TIER_DIR
+mkdir -p $T/ckpt $T/logs
+echo good > $T/ckpt/a
+echo b > $T/logs/b
+echo c > $T/logs/c
+`+e.Cluster.Strata+` tier drain --wait --timeout 60s $T/logs/b $T/ckpt/a $T/logs/c
+echo "tier-drain-exit=$?"
+`), 0o755)
+	id := submit(t, e, "-N2", "--uid="+nobody, "--gid="+nobody,
+		"--storage-tier=capacity=1G,drain=ckpt/*:strata:/x/fr,drain=logs/*:strata:/locked/fr", script)
+	waitJob(t, e, id, "COMPLETED")
+	checkIdle(t, e)
+	b := waitTierFinal(t, e, id, time.Minute)
+	out := jobOutput(t, e, id)
+	t.Logf("job %d output:\n%s", id, out)
+	mount := e.MountPath(id)
+	for _, want := range []string{
+		"strata: tier drain " + mount + "/logs/b: drain logs/b to strata:/locked/fr/b: ",
+		mount + "/ckpt/a: drained to strata:/x/fr/a\n",
+		"strata: tier drain " + mount + "/logs/c: drain logs/c to strata:/locked/fr/c: ",
+		"tier-drain-exit=1\n",
+		fmt.Sprintf("strata: job %d: drain logs/b to strata:/locked/fr/b: ", id),
+		fmt.Sprintf("strata: job %d: drain logs/c to strata:/locked/fr/c: ", id),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("job output lacks %q", want)
+		}
+	}
+	if n := strings.Count(out, "permission denied"); n != 4 {
+		t.Errorf("job output says permission denied %d times, want 4 (2 from tier drain, 2 from the epilog)", n)
+	}
+	if b.State != "done" || b.DrainedFiles != 1 || strings.Join(b.Lost, ",") != "logs/b,logs/c" ||
+		!containsAll(b.Errors, "drain logs/b to strata:/locked/fr/b", "permission denied") ||
+		!containsAll(b.Errors, "drain logs/c to strata:/locked/fr/c", "permission denied") {
+		t.Errorf("registry: state %s, drained %d, lost %v, errors %q", b.State, b.DrainedFiles, b.Lost, b.Errors)
+	}
+	st, err := e.Strata("tier", "status", strconv.Itoa(int(id)))
+	if err != nil || !strings.Contains(st, "lost files  2\n") || !strings.Contains(st, "  lost: logs/b\n") ||
+		!strings.Contains(st, "  error: drain logs/c to strata:/locked/fr/c: ") {
+		t.Errorf("strata tier status %d: %v\n%s", id, err, st)
+	}
 }
 
 // ---------- helpers ----------
