@@ -3,8 +3,10 @@
 # are missing, so that it is a no-op on a machine that has them: Go itself
 # (not from apt: Debian's is too old, see README.md), a C compiler for the
 # race detector and the C plugins, FUSE and fio for the mount tests,
-# OpenMPI for the MPI-IO tests, and Slurm with munge and slurmrestd for the
-# job-tier tests.
+# OpenMPI for the MPI-IO tests, Slurm with munge and slurmrestd for the
+# job-tier tests, and qemu with a Debian 6.1 kernel and a static busybox
+# for the NFS tests, which boot the real Linux NFS client
+# (internal/nfsguest).
 set -euo pipefail
 
 PACKAGES=(
@@ -12,6 +14,7 @@ PACKAGES=(
 	fuse3 fio attr
 	openmpi-bin libopenmpi-dev
 	slurm-wlm slurmrestd libslurm-dev munge
+	qemu-system-x86 linux-image-amd64 busybox-static xz-utils
 )
 
 if ! command -v go >/dev/null 2>&1; then

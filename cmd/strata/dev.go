@@ -35,6 +35,8 @@ SIGINT (Ctrl-C) or SIGTERM stops it cleanly.`)
 	o.str("admin_addr", "admin REST API `address`; \"off\" disables it", &adminAddr)
 	o.int("ds_port", "`port` of the first data server, the others follow; 0 picks free ports", &dsPort)
 	o.str("default_layout", "cluster default `layout` string; default the MDS's (width=4,unit=1M,scheme=none)", &defLayout)
+	var nf nfsFlags
+	nfsOptions(o, &nf)
 	o.str("log_level", "`level`: debug, info, warn or error", &logLevel)
 	log, err := parseDaemon(a, f, o, args, &logLevel)
 	if err != nil {
@@ -66,9 +68,23 @@ SIGINT (Ctrl-C) or SIGTERM stops it cleanly.`)
 		}
 		return fmt.Errorf("dev: %w", err)
 	}
+	ns, err := newNFS(log, &nf, c.MDSAddr(), c.Secret())
+	if err == nil && ns != nil {
+		err = ns.Start(ctx)
+	}
+	if err != nil {
+		_ = c.Close()
+		return fmt.Errorf("dev: nfs: %w", err)
+	}
 	printDev(a, c)
+	if ns != nil {
+		fmt.Fprintf(a.stdout, "  nfs    %s (mount -t nfs4 -o vers=4.1,port=PORT HOST:/ DIR)\n", nf.addr)
+	}
 	<-ctx.Done()
 	fmt.Fprintln(a.stdout, "strata dev: stopping")
+	if ns != nil {
+		_ = ns.Close() // syncs the files NFS clients hold open, while the cluster still runs
+	}
 	if err := c.Close(); err != nil {
 		return fmt.Errorf("dev: stop: %w", err)
 	}

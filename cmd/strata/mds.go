@@ -54,6 +54,8 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	})
 	o.str("advertise", "RPC `address` followers redirect clients to (default: the listen address)", &cfg.Advertise)
 	repairOptions(o, &cfg)
+	var nf nfsFlags
+	nfsOptions(o, &nf)
 	o.str("log_level", "`level`: debug, info, warn or error", &logLevel)
 	log, err := parseDaemon(a, f, o, args, &logLevel)
 	if err != nil {
@@ -86,6 +88,16 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 			return err
 		}
 		names, servers = append(names, "admin"), append(servers, ad)
+	}
+	ns, err := newNFS(log, &nf, cfg.Listen, cfg.Secret)
+	if err != nil {
+		for _, s := range servers {
+			_ = s.Close()
+		}
+		return err
+	}
+	if ns != nil {
+		names, servers = append(names, "nfs"), append(servers, ns)
 	}
 	log.Info("starting mds", "id", cfg.ID, "listen", cfg.Listen, "raft_addr", cfg.RaftAddr, "dir", cfg.Dir, "admin", adminListen)
 	if err := runUntilDone(ctx, log, names, servers); err != nil {

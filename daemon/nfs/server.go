@@ -1,0 +1,204 @@
+package nfs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/daemon/nfs/oncrpc"
+	"github.com/strata-hpc/strata/daemon/nfs/xdr"
+	"github.com/strata-hpc/strata/daemon/rpc"
+)
+
+// Deps are the front end's collaborators.
+type Deps struct {
+	Log *slog.Logger
+	// Client reaches the namespace and the data servers. The front end
+	// does not close it.
+	Client *client.Client
+}
+
+// Server is a running NFSv4.1 front end.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	cl  *client.Client
+	fh  fhCodec
+
+	boot     uint32  // stateid and verifier epoch
+	verifier [8]byte // write verifier: changes when the server restarts
+
+	ln    net.Listener
+	ready chan struct{}
+	ctx   context.Context
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+
+	st     *state
+	files  *fileTable
+	cookie *cookieTable
+
+	connMu sync.Mutex
+	conns  map[*oncrpc.Conn]struct{}
+}
+
+// New returns a Server; Start serves.
+func New(cfg Config, deps Deps) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Client == nil {
+		return nil, fmt.Errorf("%w: no client", ErrConfig)
+	}
+	log := deps.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg:    cfg,
+		log:    log.With("component", "nfs"),
+		cl:     deps.Client,
+		fh:     fhCodec{key: cfg.HandleKey},
+		ready:  make(chan struct{}),
+		conns:  map[*oncrpc.Conn]struct{}{},
+		cookie: newCookieTable(1 << 16),
+	}
+	_, _ = rand.Read(s.verifier[:])
+	s.boot = binary.BigEndian.Uint32(s.verifier[:4]) | 1
+	s.st = newState(s)
+	s.files = newFileTable(s)
+	return s, nil
+}
+
+// Start listens and serves until Close.
+func (s *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("nfs listen %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	s.ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
+	s.wg.Add(2)
+	go s.accept()
+	go s.reap()
+	close(s.ready)
+	s.log.Info("nfs_serving", "addr", ln.Addr().String())
+	return nil
+}
+
+// Ready is closed once the server listens.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops serving, closes every connection and every open file (its
+// bytes are synced first).
+func (s *Server) Close() error {
+	if s.ln == nil {
+		return nil
+	}
+	s.stop()
+	err := s.ln.Close()
+	s.connMu.Lock()
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.connMu.Unlock()
+	s.wg.Wait()
+	s.files.closeAll()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		c := oncrpc.NewConn(nc, oncrpc.ConnConfig{
+			MaxRecord: s.cfg.MaxRecord, MaxInflight: s.cfg.Slots + 4, VersLow: nfsVers4, VersHigh: nfsVers4,
+		}, s)
+		s.connMu.Lock()
+		s.conns[c] = struct{}{}
+		s.connMu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := c.Serve(s.ctx); err != nil {
+				s.log.Debug("nfs_conn_closed", "peer", nc.RemoteAddr().String(), "err", err)
+			}
+			s.connMu.Lock()
+			delete(s.conns, c)
+			s.connMu.Unlock()
+			s.st.connGone(c)
+		}()
+	}
+}
+
+// reap expires the clients whose lease lapsed.
+func (s *Server) reap() {
+	defer s.wg.Done()
+	t := time.NewTicker(max(s.cfg.Lease/4, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			s.st.expire(time.Now())
+		}
+	}
+}
+
+// ServeRPC implements oncrpc.Handler: NULL and COMPOUND of program NFS
+// version 4.
+func (s *Server) ServeRPC(ctx context.Context, c *oncrpc.Conn, call *oncrpc.Call, args *xdr.Reader, res *xdr.Writer) uint32 {
+	if call.Prog != progNFS {
+		return oncrpc.ProgUnavail
+	}
+	if call.Vers != nfsVers4 {
+		return oncrpc.ProgMismatch
+	}
+	switch call.Proc {
+	case 0:
+		return oncrpc.Success
+	case 1:
+	default:
+		return oncrpc.ProcUnavail
+	}
+	if call.Flavor != oncrpc.AuthSys && call.Flavor != oncrpc.AuthNone {
+		return oncrpc.DenyAuthTooWeak
+	}
+	peer, _ := netip.ParseAddrPort(c.RemoteAddr().String())
+	exp, rule, ok := match(s.cfg.Exports, peer.Addr())
+	if !ok {
+		return oncrpc.DenyAuthTooWeak
+	}
+	cred := rpc.Cred{Uid: nobody, Gid: nobody}
+	if call.Sys != nil {
+		cred = rule.squash(rpc.Cred{Uid: call.Sys.Uid, Gid: call.Sys.Gid})
+	} else {
+		cred = rule.squash(rpc.Cred{Uid: rule.AnonUid, Gid: rule.AnonGid})
+	}
+	cp := &compound{s: s, ctx: ctx, conn: c, call: call, cred: cred, exp: exp, rule: rule}
+	if call.Sys != nil {
+		cp.gids = call.Sys.Gids
+	}
+	if !cp.run(args, res) {
+		return oncrpc.GarbageArgs
+	}
+	return oncrpc.Success
+}

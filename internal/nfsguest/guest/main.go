@@ -1,0 +1,244 @@
+// Command guest runs inside the qemu guest of package nfsguest against the
+// kernel's NFS mount: guest MOUNTPOINT SCENARIO. It prints one "GUEST OK
+// step" or "GUEST FAIL step: why" line per step and exits non-zero if a
+// step failed.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/nfsguest"
+)
+
+var failed bool
+
+func step(name string, err error) {
+	if err != nil {
+		failed = true
+		fmt.Printf("GUEST FAIL %s: %v\n", name, err)
+		return
+	}
+	fmt.Printf("GUEST OK %s\n", name)
+}
+
+func main() {
+	if len(os.Args) < 3 {
+		fmt.Println("GUEST FAIL usage: guest MOUNTPOINT SCENARIO")
+		os.Exit(2)
+	}
+	mnt := os.Args[1]
+	switch os.Args[2] {
+	case "basic":
+		basic(mnt)
+	case "lock":
+		lock(mnt)
+	case "hold":
+		hold(mnt)
+	case "bigio":
+		bigio(mnt, os.Args[3:])
+	default:
+		step("scenario", fmt.Errorf("unknown scenario %q", os.Args[2]))
+	}
+	if failed {
+		os.Exit(1)
+	}
+}
+
+func dropCaches() error {
+	return os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0)
+}
+
+func writeFile(p string, data []byte) error {
+	f, err := os.Create(p)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func same(p string, want []byte) error {
+	got, err := os.ReadFile(p)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("%s: %d bytes differ from the %d expected", p, len(got), len(want))
+	}
+	return nil
+}
+
+// basic: the namespace and data round trip with the host.
+func basic(mnt string) {
+	dir := filepath.Join(mnt, "nfsdir")
+	step("mkdir", os.Mkdir(dir, 0o755))
+	data := nfsguest.Pattern(1, 3<<20+123)
+	step("write", writeFile(filepath.Join(dir, "from-nfs.bin"), data))
+	step("read-host-file", same(filepath.Join(mnt, "from-host.bin"), nfsguest.Pattern(2, 2<<20+7)))
+	step("drop-caches", dropCaches())
+	step("read-back", same(filepath.Join(dir, "from-nfs.bin"), data))
+	small := filepath.Join(dir, "small")
+	step("write-small", writeFile(small, []byte("hello strata\n")))
+	step("rename", os.Rename(small, filepath.Join(dir, "renamed")))
+	step("symlink", os.Symlink("renamed", filepath.Join(dir, "link")))
+	t, err := os.Readlink(filepath.Join(dir, "link"))
+	if err == nil && t != "renamed" {
+		err = fmt.Errorf("readlink = %q", t)
+	}
+	step("readlink", err)
+	step("read-through-link", same(filepath.Join(dir, "link"), []byte("hello strata\n")))
+	step("chmod", os.Chmod(filepath.Join(dir, "renamed"), 0o600))
+	st, err := os.Stat(filepath.Join(dir, "renamed"))
+	if err == nil && st.Mode().Perm() != 0o600 {
+		err = fmt.Errorf("mode %v after chmod 600", st.Mode())
+	}
+	step("stat-mode", err)
+	step("truncate", os.Truncate(filepath.Join(dir, "renamed"), 5))
+	step("read-truncated", same(filepath.Join(dir, "renamed"), []byte("hello")))
+	ents, err := os.ReadDir(dir)
+	if err == nil && len(ents) != 3 {
+		err = fmt.Errorf("readdir: %d entries, want 3", len(ents))
+	}
+	step("readdir", err)
+	_, err = os.Stat(filepath.Join(dir, "missing"))
+	if errors.Is(err, os.ErrNotExist) {
+		err = nil
+	} else if err == nil {
+		err = errors.New("a missing file exists")
+	}
+	step("enoent", err)
+	step("link", os.Link(filepath.Join(dir, "renamed"), filepath.Join(dir, "hard")))
+	step("unlink", os.Remove(filepath.Join(dir, "hard")))
+	sub := filepath.Join(dir, "sub")
+	step("mkdir-sub", os.Mkdir(sub, 0o700))
+	step("rmdir", os.Remove(sub))
+	err = os.Remove(dir)
+	if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+		err = nil
+	} else if err == nil {
+		err = errors.New("a non-empty directory was removed")
+	}
+	step("rmdir-notempty", err)
+	for i := 0; i < 40; i++ { // more entries than one READDIR reply holds
+		if err = writeFile(filepath.Join(sub+"many", fmt.Sprintf("f%03d", i)), nil); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				_ = os.Mkdir(sub+"many", 0o755)
+				err = writeFile(filepath.Join(sub+"many", fmt.Sprintf("f%03d", i)), nil)
+			}
+			if err != nil {
+				break
+			}
+		}
+	}
+	if err == nil {
+		ents, err = os.ReadDir(sub + "many")
+		if err == nil && len(ents) != 40 {
+			err = fmt.Errorf("readdir: %d entries, want 40", len(ents))
+		}
+	}
+	step("readdir-many", err)
+}
+
+func setlk(f *os.File, typ int16, start, n int64) error {
+	lk := syscall.Flock_t{Type: typ, Whence: 0, Start: start, Len: n}
+	return syscall.FcntlFlock(f.Fd(), syscall.F_SETLK, &lk)
+}
+
+// lock: the host holds bytes [0,100) of /lockfile through FUSE; the
+// guest's lock on them must fail, its lock on [200,300) must hold until
+// the host, which tries it through FUSE, writes /lock-release.
+func lock(mnt string) {
+	f, err := os.OpenFile(filepath.Join(mnt, "lockfile"), os.O_RDWR, 0)
+	step("open-lockfile", err)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	err = setlk(f, syscall.F_WRLCK, 0, 100)
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
+		err = nil
+	} else if err == nil {
+		err = errors.New("locked a range the host holds through FUSE")
+	}
+	step("conflict-with-fuse-lock", err)
+	step("lock-free-range", setlk(f, syscall.F_WRLCK, 200, 100))
+	step("announce", writeFile(filepath.Join(mnt, "lock-held"), nil))
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(mnt, "lock-release")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			step("wait-release", errors.New("the host never wrote lock-release"))
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	step("unlock", setlk(f, syscall.F_UNLCK, 200, 100))
+}
+
+// hold: lock [0,10) of /lockfile and keep it until the VM is killed.
+func hold(mnt string) {
+	f, err := os.OpenFile(filepath.Join(mnt, "lockfile"), os.O_RDWR, 0)
+	step("open-lockfile", err)
+	if err != nil {
+		return
+	}
+	step("lock", setlk(f, syscall.F_WRLCK, 0, 10))
+	step("announce", writeFile(filepath.Join(mnt, "hold-locked"), nil))
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+// bigio: write then read a file of the given MiB with 1 MiB calls, timed.
+func bigio(mnt string, args []string) {
+	n := 64
+	if len(args) > 0 {
+		fmt.Sscan(args[0], &n)
+	}
+	p := filepath.Join(mnt, "big.bin")
+	buf := nfsguest.Pattern(3, 1<<20)
+	t0 := time.Now()
+	f, err := os.Create(p)
+	if err == nil {
+		for i := 0; i < n && err == nil; i++ {
+			_, err = f.Write(buf)
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	step("bigwrite", err)
+	fmt.Printf("GUEST BENCH write_mib=%d seconds=%.3f\n", n, time.Since(t0).Seconds())
+	_ = dropCaches()
+	t0 = time.Now()
+	f, err = os.Open(p)
+	if err == nil {
+		got := make([]byte, 1<<20)
+		for i := 0; i < n && err == nil; i++ {
+			if _, err = f.ReadAt(got, int64(i)<<20); err == nil && !bytes.Equal(got, buf) {
+				err = fmt.Errorf("MiB %d differs", i)
+			}
+		}
+		f.Close()
+	}
+	step("bigread", err)
+	fmt.Printf("GUEST BENCH read_mib=%d seconds=%.3f\n", n, time.Since(t0).Seconds())
+}
