@@ -12,7 +12,7 @@ COMMIT  ?= $(shell contrib/version.sh --commit)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 export VERSION
 
-.PHONY: all build run demo test lint fuzz bench clean mpiio spank
+.PHONY: all build run demo test lint fuzz bench clean mpiio spank deb
 
 all: build
 
@@ -64,5 +64,12 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/bench/...
 
+# dist/strata_VERSION_ARCH.deb: the binary (a PIE, stripped), the SPANK
+# plugin, the MPI-IO shim, systemd units, configuration, docs, man pages
+# and bash completion (contrib/deb/build.sh; docs/install.md).
+deb: spank mpiio
+	$(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS) -s -w' -o dist/build/strata ./cmd/strata
+	contrib/deb/build.sh $(VERSION) dist/build/strata spank/spank_strata.so bin/libstrata_mpiio.so dist
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

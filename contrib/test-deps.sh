@@ -4,9 +4,10 @@
 # (not from apt: Debian's is too old, see README.md), a C compiler for the
 # race detector and the C plugins, FUSE and fio for the mount tests,
 # OpenMPI for the MPI-IO tests, Slurm with munge and slurmrestd for the
-# job-tier tests, and qemu with a Debian 6.1 kernel and a static busybox
-# for the NFS tests, which boot the real Linux NFS client
-# (internal/nfsguest).
+# job-tier tests, qemu with a Debian 6.1 kernel and a static busybox for
+# the NFS tests, which boot the real Linux NFS client (internal/nfsguest),
+# and lintian and dpkg-repack for the Debian package's test
+# (internal/debpkg).
 set -euo pipefail
 
 PACKAGES=(
@@ -15,6 +16,7 @@ PACKAGES=(
 	openmpi-bin libopenmpi-dev
 	slurm-wlm slurmrestd libslurm-dev munge
 	qemu-system-x86 linux-image-amd64 busybox-static xz-utils
+	lintian dpkg-repack
 )
 
 if ! command -v go >/dev/null 2>&1; then

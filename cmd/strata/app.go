@@ -23,6 +23,9 @@ type app struct {
 	getenv func(string) string
 	// tty reports whether stderr is a terminal (progress bars).
 	tty bool
+	// introspect, when set, receives each command's flag set in place
+	// of parsing it: the man pages and the bash completion list flags.
+	introspect func(*cmdFlags)
 }
 
 // Main runs the strata command line with args (without the program name)
@@ -60,6 +63,15 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return flag.ErrHelp
 	case "--version", "-version", "-V":
 		return runVersion(ctx, a, args[1:])
+	case mountHelperName:
+		// Not in the command table: mount(8) runs it (see mounthelper.go).
+		return runMountHelper(ctx, a, args[1:])
+	case "__man":
+		// Not in the command table: `make deb` writes the man pages.
+		return runManPages(ctx, a, args[1:])
+	case "__completion":
+		// Not in the command table: `make deb` writes the bash completion.
+		return runCompletion(ctx, a, args[1:])
 	}
 	for _, c := range commands() {
 		if c.name == name {

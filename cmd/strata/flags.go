@@ -43,6 +43,10 @@ func (f *cmdFlags) printUsage(w io.Writer) {
 // ("-rf" is "-r -f"). --help prints the usage to a.stdout and returns
 // flag.ErrHelp; a bad flag is a usage error.
 func (f *cmdFlags) parse(a *app, args []string) ([]string, error) {
+	if a.introspect != nil {
+		a.introspect(f)
+		return nil, flag.ErrHelp
+	}
 	var rest []string
 	for i, arg := range args {
 		if arg == "--" {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,6 +39,28 @@ func (o *optionList) Set(v string) error {
 }
 
 func runMount(ctx context.Context, a *app, args []string) error {
+	// Started by the mount helper (mount -t fuse.strata): say "ok" once
+	// mounted, or why not, on its ready pipe.
+	ready := mountReady(a)
+	err := mount(ctx, a, args, func() {
+		if ready != nil {
+			_, _ = ready.WriteString("ok\n")
+			_ = ready.Close()
+			ready = nil
+		}
+	})
+	if ready != nil {
+		if err != nil && !errors.Is(err, flag.ErrHelp) {
+			_, _ = fmt.Fprintln(ready, describe(err))
+		}
+		_ = ready.Close()
+	}
+	return err
+}
+
+// mount is `strata mount`; it calls mounted once the file system is
+// mounted, then serves it.
+func mount(ctx context.Context, a *app, args []string, mounted func()) error {
 	f := newFlags("mount", "MOUNTPOINT", `
 Mount the Strata namespace on the directory MOUNTPOINT with FUSE and serve
 it in the foreground until SIGINT or SIGTERM, or until 'strata umount
@@ -65,6 +88,7 @@ write_behind=SIZE, allow_other, debug, fsname=NAME, subtype=NAME; others
 	allowOther := f.Bool("allow-other", def.AllowOther, "let every user of this node use the mount (--allow-other=false: only you)")
 	debug := f.Bool("debug", false, "log every FUSE request (with --log-level debug)")
 	logLevel := f.String("log-level", "warn", "`level` of the log on stderr: debug, info, warn or error")
+	fsname := f.String("fsname", def.FsName, "the `source` mount(8), findmnt and df show (fstab's first field, for mounts by mount -t fuse.strata)")
 	var extra optionList
 	f.Var(&extra, "o", "mount `options`, comma separated (see above)")
 	pos, err := f.parse(a, args)
@@ -77,6 +101,7 @@ write_behind=SIZE, allow_other, debug, fsname=NAME, subtype=NAME; others
 	opts := def
 	opts.AttrTimeout, opts.EntryTimeout = *attrTimeout, *entryTimeout
 	opts.AllowOther, opts.Debug = *allowOther, *debug
+	opts.FsName = *fsname
 	if err := applyMountOptions(&opts, extra); err != nil {
 		return usageErrorf("mount", "-o: %v", err)
 	}
@@ -106,6 +131,7 @@ write_behind=SIZE, allow_other, debug, fsname=NAME, subtype=NAME; others
 		if err != nil {
 			return opError("mount", dir, errors.New(strings.TrimPrefix(err.Error(), "fuse: ")))
 		}
+		mounted()
 		return serveMount(ctx, a, srv)
 	})
 }
