@@ -306,8 +306,9 @@ func (f *File) Truncate(size int64) error {
 	}
 	err := f.withView(func(v *view) error { return f.io(v).truncate(f.ctx, size) })
 	if err == nil {
-		now := time.Now().UnixNano()
-		err = f.c.mds(f.ctx, rpc.MSetattr, &rpc.SetattrReq{Ino: f.ino, Valid: rpc.SetSize | rpc.SetMtime, Size: uint64(size), Mtime: now}, &rpc.AttrResp{})
+		// The MDS sets mtime to its now with the size: a writer that does
+		// not own the file may not set explicit times.
+		err = f.c.mds(f.ctx, rpc.MSetattr, &rpc.SetattrReq{Ino: f.ino, Valid: rpc.SetSize, Size: uint64(size)}, &rpc.AttrResp{})
 	}
 	if err != nil {
 		return f.err("truncate", err)

@@ -245,14 +245,33 @@ func (c *Client) Chmod(ctx context.Context, name string, perm uint32) error {
 	return c.setattr(ctx, "chmod", name, rpc.SetattrReq{Valid: rpc.SetMode, Mode: perm & 0o7777})
 }
 
-// Chown changes the owner and group of name.
+// NoChange, as the uid or gid of Chown, leaves it as it is (chown(2)'s -1).
+const NoChange = ^uint32(0)
+
+// Chown changes the owner and group of name; either may be NoChange. Only
+// root may give a file away; its owner may change its group to one of the
+// owner's groups.
 func (c *Client) Chown(ctx context.Context, name string, uid, gid uint32) error {
-	return c.setattr(ctx, "chown", name, rpc.SetattrReq{Valid: rpc.SetUid | rpc.SetGid, Uid: uid, Gid: gid})
+	req := rpc.SetattrReq{Uid: uid, Gid: gid}
+	if uid != NoChange {
+		req.Valid |= rpc.SetUid
+	}
+	if gid != NoChange {
+		req.Valid |= rpc.SetGid
+	}
+	return c.setattr(ctx, "chown", name, req)
 }
 
-// Chtimes changes the access and modification times of name.
+// Chtimes changes the access and modification times of name: its owner
+// (or root) may.
 func (c *Client) Chtimes(ctx context.Context, name string, atime, mtime time.Time) error {
 	return c.setattr(ctx, "chtimes", name, rpc.SetattrReq{Valid: rpc.SetAtime | rpc.SetMtime, Atime: atime.UnixNano(), Mtime: mtime.UnixNano()})
+}
+
+// Touch sets the access and modification times of name to the MDS's
+// current time (utimes(name, NULL)): anyone who may write it may.
+func (c *Client) Touch(ctx context.Context, name string) error {
+	return c.setattr(ctx, "touch", name, rpc.SetattrReq{Valid: rpc.SetAtime | rpc.SetMtime | rpc.SetAtimeNow | rpc.SetMtimeNow})
 }
 
 // Truncate changes the size of the file name.

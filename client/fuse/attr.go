@@ -46,3 +46,9 @@ func callerCred(ctx context.Context, def rpc.Cred) rpc.Cred {
 	}
 	return def
 }
+
+// as returns the mount's context acting for the caller of the FUSE request
+// ctx: the MDS checks the call's permissions against that identity.
+func (fsys *fileSystem) as(ctx context.Context) context.Context {
+	return rpc.WithCred(fsys.ctx, callerCred(ctx, fsys.c.Cred()))
+}

@@ -66,7 +66,7 @@ func (n *node) restamp(a *rpc.Attr) bool {
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *gofuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	parent := n.ino()
 	n.fsys.dc.changed()
-	a, created, err := n.fsys.c.CreateIno(n.fsys.ctx, parent, name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()), flags&syscall.O_EXCL != 0)
+	a, created, err := n.fsys.c.CreateIno(n.fsys.as(ctx), parent, name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()), flags&syscall.O_EXCL != 0)
 	if err != nil {
 		return nil, nil, 0, n.fsys.errs.fail("create", parent, err)
 	}

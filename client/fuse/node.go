@@ -92,7 +92,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *gofuse.EntryOut) (*
 		out.SetAttrTimeout(min(left, n.fsys.opts.AttrTimeout))
 		return ch, 0
 	}
-	a, err := n.fsys.c.Lookup(n.fsys.ctx, n.ino(), name)
+	a, err := n.fsys.c.Lookup(n.fsys.as(ctx), n.ino(), name)
 	if err != nil {
 		return nil, n.fsys.errs.fail("lookup", n.ino(), err)
 	}
@@ -144,21 +144,27 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *gofuse.SetAttr
 	if t, ok := in.GetATime(); ok {
 		req.Valid |= rpc.SetAtime
 		req.Atime = t.UnixNano()
+		if in.Valid&gofuse.FATTR_ATIME_NOW != 0 {
+			req.Valid |= rpc.SetAtimeNow
+		}
 	}
 	if t, ok := in.GetMTime(); ok {
 		req.Valid |= rpc.SetMtime
 		req.Mtime = t.UnixNano()
+		if in.Valid&gofuse.FATTR_MTIME_NOW != 0 {
+			req.Valid |= rpc.SetMtimeNow
+		}
 	}
 	n.fsys.dc.changed()
 	if size, ok := in.GetSize(); ok {
-		if err := n.truncate(fh, size); err != nil {
+		if err := n.truncate(ctx, fh, size); err != nil {
 			return n.fsys.errs.fail("truncate", ino, err)
 		}
 	}
 	var a *rpc.Attr
 	var err error
 	if req.Valid != 0 {
-		a, err = n.fsys.c.Setattr(n.fsys.ctx, ino, req)
+		a, err = n.fsys.c.Setattr(n.fsys.as(ctx), ino, req)
 		if err == nil {
 			n.fsys.merge(a)
 		}
@@ -174,21 +180,21 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *gofuse.SetAttr
 
 // truncate sets the size: through the shared File if the file is open on
 // this mount (its buffered writes go first), else through the client.
-func (n *node) truncate(fh fs.FileHandle, size uint64) error {
+func (n *node) truncate(ctx context.Context, fh fs.FileHandle, size uint64) error {
 	if h, ok := fh.(*handle); ok {
 		return h.of.truncate(size)
 	}
 	if of := n.fsys.opened(n.ino()); of != nil {
 		return of.truncate(size)
 	}
-	_, err := n.fsys.c.Setattr(n.fsys.ctx, n.ino(), rpc.SetattrReq{Valid: rpc.SetSize, Size: size})
+	_, err := n.fsys.c.Setattr(n.fsys.as(ctx), n.ino(), rpc.SetattrReq{Valid: rpc.SetSize, Size: size})
 	return err
 }
 
 // Mkdir makes a directory owned by the caller.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	n.fsys.dc.changed()
-	a, err := n.fsys.c.MkdirIno(n.fsys.ctx, n.ino(), name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()))
+	a, err := n.fsys.c.MkdirIno(n.fsys.as(ctx), n.ino(), name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()))
 	if err != nil {
 		return nil, n.fsys.errs.fail("mkdir", n.ino(), err)
 	}
@@ -198,7 +204,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *gofuse.
 // Rmdir removes an empty directory.
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	n.fsys.dc.changed()
-	return n.fsys.errs.fail("rmdir", n.ino(), n.fsys.c.RmdirIno(n.fsys.ctx, n.ino(), name))
+	return n.fsys.errs.fail("rmdir", n.ino(), n.fsys.c.RmdirIno(n.fsys.as(ctx), n.ino(), name))
 }
 
 // Unlink removes a name. A file open on this mount whose name goes is
@@ -210,7 +216,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if ok, errno := n.sillyRename(name); ok {
 		return errno
 	}
-	return n.fsys.errs.fail("unlink", parent, n.fsys.c.UnlinkIno(n.fsys.ctx, parent, name))
+	return n.fsys.errs.fail("unlink", parent, n.fsys.c.UnlinkIno(n.fsys.as(ctx), parent, name))
 }
 
 // sillyRename moves name aside if it is a file open on this mount, and
@@ -252,14 +258,14 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 			}
 		}
 	}
-	err := n.fsys.c.RenameIno(n.fsys.ctx, n.ino(), name, np.ino(), newName, flags)
+	err := n.fsys.c.RenameIno(n.fsys.as(ctx), n.ino(), name, np.ino(), newName, flags)
 	return n.fsys.errs.fail("rename", n.ino(), err)
 }
 
 // Symlink makes a symbolic link owned by the caller.
 func (n *node) Symlink(ctx context.Context, target, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	n.fsys.dc.changed()
-	a, err := n.fsys.c.SymlinkIno(n.fsys.ctx, n.ino(), name, target, callerCred(ctx, n.fsys.c.Cred()))
+	a, err := n.fsys.c.SymlinkIno(n.fsys.as(ctx), n.ino(), name, target, callerCred(ctx, n.fsys.c.Cred()))
 	if err != nil {
 		return nil, n.fsys.errs.fail("symlink", n.ino(), err)
 	}
@@ -279,7 +285,7 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	n.fsys.dc.changed()
 	ino := target.EmbeddedInode().StableAttr().Ino
-	a, err := n.fsys.c.LinkIno(n.fsys.ctx, ino, n.ino(), name)
+	a, err := n.fsys.c.LinkIno(n.fsys.as(ctx), ino, n.ino(), name)
 	if err != nil {
 		return nil, n.fsys.errs.fail("link", n.ino(), err)
 	}

@@ -10,7 +10,7 @@ import (
 // Getxattr returns an extended attribute. user.strata.layout shows a
 // file's layout or a directory's effective layout policy.
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	v, err := n.fsys.c.GetXattrIno(n.fsys.ctx, n.ino(), attr)
+	v, err := n.fsys.c.GetXattrIno(n.fsys.as(ctx), n.ino(), attr)
 	if err != nil {
 		return 0, n.fsys.errs.fail("getxattr", n.ino(), err)
 	}
@@ -35,7 +35,7 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 			return n.fsys.errs.fail("setxattr", ino, err)
 		}
 	}
-	if err := n.fsys.c.SetXattrIno(n.fsys.ctx, ino, attr, data, flags); err != nil {
+	if err := n.fsys.c.SetXattrIno(n.fsys.as(ctx), ino, attr, data, flags); err != nil {
 		if attr == rpc.LayoutXattr {
 			// The kernel only passes the errno on; say why in the log.
 			n.fsys.log.Info("layout xattr refused", "inode", ino, "value", string(data), "err", err)
@@ -53,7 +53,7 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 
 // Listxattr lists the names of the extended attributes, NUL-terminated.
 func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	names, err := n.fsys.c.ListXattrIno(n.fsys.ctx, n.ino())
+	names, err := n.fsys.c.ListXattrIno(n.fsys.as(ctx), n.ino())
 	if err != nil {
 		return 0, n.fsys.errs.fail("listxattr", n.ino(), err)
 	}
@@ -76,5 +76,5 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 // Removexattr removes an extended attribute (user.strata.layout only from
 // a directory: a file always has a layout).
 func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
-	return n.fsys.errs.fail("removexattr", n.ino(), n.fsys.c.RemoveXattrIno(n.fsys.ctx, n.ino(), attr))
+	return n.fsys.errs.fail("removexattr", n.ino(), n.fsys.c.RemoveXattrIno(n.fsys.as(ctx), n.ino(), attr))
 }

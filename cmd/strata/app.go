@@ -110,6 +110,8 @@ func commands() []command {
 		{"touch", "files", "create empty files or update their times", runTouch},
 		{"truncate", "files", "set the size of files", runTruncate},
 		{"chmod", "files", "change permission bits", runChmod},
+		{"chown", "files", "change the owner (and group) of files", runChown},
+		{"chgrp", "files", "change the group of files", runChgrp},
 		{"setstripe", "layout", "set the layout of a directory or an empty file", runSetstripe},
 		{"getstripe", "layout", "show a file's layout or a directory's policy", runGetstripe},
 		{"mpiio", "layout", "MPI-IO hints: a ROMIO hints file for a layout, check hints", runMPIIO},

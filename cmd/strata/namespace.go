@@ -8,7 +8,6 @@ import (
 	"path"
 	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/rpc"
@@ -185,8 +184,7 @@ directory gives), else set its access and modification times to now.`)
 			_, err := c.Stat(ctx, p)
 			switch {
 			case err == nil:
-				now := time.Now()
-				err = c.Chtimes(ctx, p, now, now)
+				err = c.Touch(ctx, p) // the MDS's now: anyone who may write may
 			case errors.Is(err, syscall.ENOENT):
 				var fl *client.File
 				if fl, err = c.OpenFile(ctx, p, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {

@@ -241,6 +241,9 @@ func (st *state) applyCommit(c *commitCmd) result {
 		return result{attr: n.attr()} // a writer of a replaced layout: ignored
 	}
 	w := st.w(c.Ino)
+	if c.KillPriv {
+		w.Mode = w.Mode&^0o7777 | c.Mode&0o7777
+	}
 	if c.End > w.Size {
 		w.Size = c.End
 	}

@@ -156,12 +156,17 @@ type relayoutCmd struct {
 }
 
 // commitCmd publishes a writer's durable size and mtime (LAYOUTCOMMIT).
+// KillPriv (appended later: false in older entries) sets the permission
+// bits to Mode: a writer that is not root cleared the setuid and setgid
+// bits, as a local file system does at a write.
 type commitCmd struct {
-	Ino   uint64
-	Gen   uint64
-	End   uint64
-	Mtime int64
-	Now   int64
+	Ino      uint64
+	Gen      uint64
+	End      uint64
+	Mtime    int64
+	Now      int64
+	KillPriv bool
+	Mode     uint32
 }
 
 // registerCmd adds a data server to the registry or changes its address

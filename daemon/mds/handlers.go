@@ -3,9 +3,11 @@ package mds
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/strata-hpc/strata/daemon/mds/access"
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/layout"
 )
@@ -95,12 +97,17 @@ func (s *Server) apply(t cmdType, payload any) (result, error) {
 
 func (s *Server) now() int64 { return s.clock().UnixNano() }
 
-func (s *Server) lookup(_ context.Context, r *rpc.EntryReq) (*rpc.AttrResp, error) {
+func (s *Server) lookup(ctx context.Context, r *rpc.EntryReq) (*rpc.AttrResp, error) {
 	if err := checkName(r.Name); err != nil {
 		return nil, err
 	}
+	c := s.caller(ctx)
 	s.fsm.mu.RLock()
-	n, err := s.fsm.st.child(r.Parent, r.Name)
+	err := s.fsm.st.search(&c, r.Parent)
+	var n *inode
+	if err == nil {
+		n, err = s.fsm.st.child(r.Parent, r.Name)
+	}
 	var a rpc.Attr
 	if err == nil {
 		a = n.attr()
@@ -112,9 +119,10 @@ func (s *Server) lookup(_ context.Context, r *rpc.EntryReq) (*rpc.AttrResp, erro
 	return &rpc.AttrResp{Attr: a}, nil
 }
 
-func (s *Server) walk(_ context.Context, r *rpc.WalkReq) (*rpc.AttrResp, error) {
+func (s *Server) walk(ctx context.Context, r *rpc.WalkReq) (*rpc.AttrResp, error) {
+	c := s.caller(ctx)
 	s.fsm.mu.RLock()
-	n, err := s.fsm.st.walk(r.Path, r.Follow)
+	n, err := s.fsm.st.walkAs(&c, r.Path, r.Follow)
 	var a rpc.Attr
 	if err == nil {
 		a = n.attr()
@@ -140,15 +148,24 @@ func (s *Server) getattr(_ context.Context, r *rpc.InoReq) (*rpc.AttrResp, error
 	return &rpc.AttrResp{Attr: a}, nil
 }
 
-func (s *Server) setattr(_ context.Context, r *rpc.SetattrReq) (*rpc.AttrResp, error) {
-	res, err := s.apply(cmdSetattr, &setattrCmd{Req: *r, Now: s.now()})
+func (s *Server) setattr(ctx context.Context, r *rpc.SetattrReq) (*rpc.AttrResp, error) {
+	c, now := s.caller(ctx), s.now()
+	var req rpc.SetattrReq
+	err := s.check(func(st *state) (err error) {
+		req, err = st.maySetattr(&c, r, now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.apply(cmdSetattr, &setattrCmd{Req: req, Now: now})
 	if err != nil {
 		return nil, err
 	}
 	return &rpc.AttrResp{Attr: res.attr}, nil
 }
 
-func (s *Server) create(_ context.Context, r *rpc.CreateReq) (*rpc.CreateResp, error) {
+func (s *Server) create(ctx context.Context, r *rpc.CreateReq) (*rpc.CreateResp, error) {
 	if err := checkName(r.Name); err != nil {
 		return nil, err
 	}
@@ -160,9 +177,14 @@ func (s *Server) create(_ context.Context, r *rpc.CreateReq) (*rpc.CreateResp, e
 		}
 		own = p
 	}
+	c, owner := s.creator(ctx, r.Cred)
 	s.fsm.mu.RLock()
 	st := s.fsm.st
 	d, err := st.dir(r.Parent)
+	var pd *access.Inode
+	if err == nil {
+		pd, err = st.mayCreate(&c, r.Parent, r.Name)
+	}
 	if err != nil {
 		s.fsm.mu.RUnlock()
 		return nil, err
@@ -185,12 +207,13 @@ func (s *Server) create(_ context.Context, r *rpc.CreateReq) (*rpc.CreateResp, e
 	if err != nil {
 		return nil, errf(syscall.ENOSPC, "create %q: %v", r.Name, err)
 	}
+	gid, mode := access.New(&owner, pd, r.Mode, false)
 	res, err := s.apply(cmdCreate, &createCmd{
 		Parent:    r.Parent,
 		Name:      r.Name,
-		Mode:      r.Mode,
-		Uid:       r.Cred.Uid,
-		Gid:       r.Cred.Gid,
+		Mode:      mode,
+		Uid:       owner.Uid,
+		Gid:       gid,
 		Exclusive: r.Exclusive,
 		Layout:    lay,
 		Now:       s.now(),
@@ -201,22 +224,32 @@ func (s *Server) create(_ context.Context, r *rpc.CreateReq) (*rpc.CreateResp, e
 	return &rpc.CreateResp{Attr: res.attr, Created: res.created}, nil
 }
 
-func (s *Server) mkdir(_ context.Context, r *rpc.MkdirReq) (*rpc.AttrResp, error) {
+func (s *Server) mkdir(ctx context.Context, r *rpc.MkdirReq) (*rpc.AttrResp, error) {
 	if err := checkName(r.Name); err != nil {
 		return nil, err
 	}
-	res, err := s.apply(cmdMkdir, &mkdirCmd{Parent: r.Parent, Name: r.Name, Mode: r.Mode, Uid: r.Cred.Uid, Gid: r.Cred.Gid, Now: s.now()})
+	c, owner := s.creator(ctx, r.Cred)
+	gid, mode, err := s.newInode(&c, &owner, r.Parent, r.Name, r.Mode, true)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.apply(cmdMkdir, &mkdirCmd{Parent: r.Parent, Name: r.Name, Mode: mode, Uid: owner.Uid, Gid: gid, Now: s.now()})
 	if err != nil {
 		return nil, err
 	}
 	return &rpc.AttrResp{Attr: res.attr}, nil
 }
 
-func (s *Server) symlink(_ context.Context, r *rpc.SymlinkReq) (*rpc.AttrResp, error) {
+func (s *Server) symlink(ctx context.Context, r *rpc.SymlinkReq) (*rpc.AttrResp, error) {
 	if err := checkName(r.Name); err != nil {
 		return nil, err
 	}
-	res, err := s.apply(cmdSymlink, &symlinkCmd{Parent: r.Parent, Name: r.Name, Target: r.Target, Uid: r.Cred.Uid, Gid: r.Cred.Gid, Now: s.now()})
+	c, owner := s.creator(ctx, r.Cred)
+	gid, _, err := s.newInode(&c, &owner, r.Parent, r.Name, 0o777, false)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.apply(cmdSymlink, &symlinkCmd{Parent: r.Parent, Name: r.Name, Target: r.Target, Uid: owner.Uid, Gid: gid, Now: s.now()})
 	if err != nil {
 		return nil, err
 	}
@@ -236,8 +269,12 @@ func (s *Server) readlink(_ context.Context, r *rpc.InoReq) (*rpc.ReadlinkResp, 
 	return &rpc.ReadlinkResp{Target: n.Target}, nil
 }
 
-func (s *Server) link(_ context.Context, r *rpc.LinkReq) (*rpc.AttrResp, error) {
+func (s *Server) link(ctx context.Context, r *rpc.LinkReq) (*rpc.AttrResp, error) {
 	if err := checkName(r.NewName); err != nil {
+		return nil, err
+	}
+	c := s.caller(ctx)
+	if err := s.check(func(st *state) error { return st.mayLink(&c, r) }); err != nil {
 		return nil, err
 	}
 	res, err := s.apply(cmdLink, &linkCmd{Ino: r.Ino, NewParent: r.NewParent, NewName: r.NewName, Now: s.now()})
@@ -247,8 +284,12 @@ func (s *Server) link(_ context.Context, r *rpc.LinkReq) (*rpc.AttrResp, error) 
 	return &rpc.AttrResp{Attr: res.attr}, nil
 }
 
-func (s *Server) unlink(_ context.Context, r *rpc.EntryReq) (*rpc.Empty, error) {
+func (s *Server) unlink(ctx context.Context, r *rpc.EntryReq) (*rpc.Empty, error) {
 	if err := checkName(r.Name); err != nil {
+		return nil, err
+	}
+	c := s.caller(ctx)
+	if err := s.check(func(st *state) error { return st.mayDelete(&c, r.Parent, r.Name) }); err != nil {
 		return nil, err
 	}
 	if _, err := s.apply(cmdUnlink, &entryCmd{Parent: r.Parent, Name: r.Name, Now: s.now()}); err != nil {
@@ -257,8 +298,12 @@ func (s *Server) unlink(_ context.Context, r *rpc.EntryReq) (*rpc.Empty, error) 
 	return &rpc.Empty{}, nil
 }
 
-func (s *Server) rmdir(_ context.Context, r *rpc.EntryReq) (*rpc.Empty, error) {
+func (s *Server) rmdir(ctx context.Context, r *rpc.EntryReq) (*rpc.Empty, error) {
 	if err := checkName(r.Name); err != nil {
+		return nil, err
+	}
+	c := s.caller(ctx)
+	if err := s.check(func(st *state) error { return st.mayDelete(&c, r.Parent, r.Name) }); err != nil {
 		return nil, err
 	}
 	if _, err := s.apply(cmdRmdir, &entryCmd{Parent: r.Parent, Name: r.Name, Now: s.now()}); err != nil {
@@ -267,22 +312,27 @@ func (s *Server) rmdir(_ context.Context, r *rpc.EntryReq) (*rpc.Empty, error) {
 	return &rpc.Empty{}, nil
 }
 
-func (s *Server) rename(_ context.Context, r *rpc.RenameReq) (*rpc.Empty, error) {
+func (s *Server) rename(ctx context.Context, r *rpc.RenameReq) (*rpc.Empty, error) {
 	for _, name := range []string{r.OldName, r.NewName} {
 		if err := checkName(name); err != nil {
 			return nil, err
 		}
 	}
-	c := &renameCmd{OldParent: r.OldParent, OldName: r.OldName, NewParent: r.NewParent, NewName: r.NewName, Flags: r.Flags, Now: s.now()}
-	if _, err := s.apply(cmdRename, c); err != nil {
+	c := s.caller(ctx)
+	if err := s.check(func(st *state) error { return st.mayRename(&c, r) }); err != nil {
+		return nil, err
+	}
+	cmd := &renameCmd{OldParent: r.OldParent, OldName: r.OldName, NewParent: r.NewParent, NewName: r.NewName, Flags: r.Flags, Now: s.now()}
+	if _, err := s.apply(cmdRename, cmd); err != nil {
 		return nil, err
 	}
 	return &rpc.Empty{}, nil
 }
 
-func (s *Server) readdir(_ context.Context, r *rpc.ReaddirReq) (*rpc.ReaddirResp, error) {
+func (s *Server) readdir(ctx context.Context, r *rpc.ReaddirReq) (*rpc.ReaddirResp, error) {
+	c := s.caller(ctx)
 	s.fsm.mu.RLock()
-	ents, more, err := s.fsm.st.readdir(r.Ino, r.After, r.Limit)
+	ents, more, err := s.fsm.st.readdirAs(&c, r.Ino, r.After, r.Limit)
 	s.fsm.mu.RUnlock()
 	if err != nil {
 		return nil, err
@@ -290,8 +340,12 @@ func (s *Server) readdir(_ context.Context, r *rpc.ReaddirReq) (*rpc.ReaddirResp
 	return &rpc.ReaddirResp{Entries: ents, More: more}, nil
 }
 
-func (s *Server) setXattr(_ context.Context, r *rpc.XattrReq) (*rpc.Empty, error) {
+func (s *Server) setXattr(ctx context.Context, r *rpc.XattrReq) (*rpc.Empty, error) {
 	if err := checkXattr(r.Name, r.Value); err != nil {
+		return nil, err
+	}
+	c := s.caller(ctx)
+	if err := s.check(func(st *state) error { return st.mayXattr(&c, r.Ino, r.Name, true) }); err != nil {
 		return nil, err
 	}
 	if r.Name == rpc.LayoutXattr {
@@ -311,8 +365,8 @@ func (s *Server) setXattr(_ context.Context, r *rpc.XattrReq) (*rpc.Empty, error
 			return s.relayout(r, size, cur)
 		}
 	}
-	c := &xattrCmd{Ino: r.Ino, Name: r.Name, Value: r.Value, Flags: r.Flags, Now: s.now()}
-	if _, err := s.apply(cmdSetXattr, c); err != nil {
+	cmd := &xattrCmd{Ino: r.Ino, Name: r.Name, Value: r.Value, Flags: r.Flags, Now: s.now()}
+	if _, err := s.apply(cmdSetXattr, cmd); err != nil {
 		return nil, err
 	}
 	return &rpc.Empty{}, nil
@@ -350,9 +404,14 @@ func (s *Server) relayout(r *rpc.XattrReq, size uint64, cur layout.Layout) (*rpc
 	return &rpc.Empty{}, nil
 }
 
-func (s *Server) getXattr(_ context.Context, r *rpc.XattrReq) (*rpc.XattrResp, error) {
+func (s *Server) getXattr(ctx context.Context, r *rpc.XattrReq) (*rpc.XattrResp, error) {
+	c := s.caller(ctx)
 	s.fsm.mu.RLock()
-	v, err := s.fsm.st.getXattr(r.Ino, r.Name, s.def)
+	err := s.fsm.st.mayXattr(&c, r.Ino, r.Name, false)
+	var v []byte
+	if err == nil {
+		v, err = s.fsm.st.getXattr(r.Ino, r.Name, s.def)
+	}
 	s.fsm.mu.RUnlock()
 	if err != nil {
 		return nil, err
@@ -360,18 +419,24 @@ func (s *Server) getXattr(_ context.Context, r *rpc.XattrReq) (*rpc.XattrResp, e
 	return &rpc.XattrResp{Value: v}, nil
 }
 
-func (s *Server) listXattr(_ context.Context, r *rpc.XattrReq) (*rpc.ListXattrResp, error) {
+func (s *Server) listXattr(ctx context.Context, r *rpc.XattrReq) (*rpc.ListXattrResp, error) {
+	c := s.caller(ctx)
 	s.fsm.mu.RLock()
 	names, err := s.fsm.st.listXattr(r.Ino)
 	s.fsm.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
+	names = slices.DeleteFunc(names, func(name string) bool { return !access.XattrVisible(&c, name) })
 	return &rpc.ListXattrResp{Names: names}, nil
 }
 
-func (s *Server) removeXattr(_ context.Context, r *rpc.XattrReq) (*rpc.Empty, error) {
+func (s *Server) removeXattr(ctx context.Context, r *rpc.XattrReq) (*rpc.Empty, error) {
 	if err := checkXattr(r.Name, nil); err != nil {
+		return nil, err
+	}
+	c := s.caller(ctx)
+	if err := s.check(func(st *state) error { return st.mayXattr(&c, r.Ino, r.Name, true) }); err != nil {
 		return nil, err
 	}
 	if _, err := s.apply(cmdRemoveXattr, &xattrCmd{Ino: r.Ino, Name: r.Name, Now: s.now()}); err != nil {
@@ -389,27 +454,37 @@ func (s *Server) statFS(_ context.Context, _ *rpc.Empty) (*rpc.StatFSResp, error
 }
 
 func (s *Server) layoutGet(ctx context.Context, r *rpc.LayoutGetReq) (*rpc.LayoutGetResp, error) {
+	if !r.Refresh {
+		c := s.caller(ctx)
+		if err := s.check(func(st *state) error { return st.mayOpen(&c, r.Ino, r.Write) }); err != nil {
+			return nil, err
+		}
+	}
 	return s.layoutFor(ctx, r.Ino, r.Write, !r.Refresh)
 }
 
-func (s *Server) layoutCommit(_ context.Context, r *rpc.LayoutCommitReq) (*rpc.AttrResp, error) {
+func (s *Server) layoutCommit(ctx context.Context, r *rpc.LayoutCommitReq) (*rpc.AttrResp, error) {
+	c := s.caller(ctx)
 	s.fsm.mu.RLock()
 	n, err := s.fsm.st.node(r.Ino)
 	var a rpc.Attr
 	var file bool
+	var kept uint32 // the bits the writer leaves (file_remove_privs)
 	if err == nil {
 		a, file = n.attr(), n.isFile()
+		kept = access.KillPriv(&c, perm(n))
 	}
 	s.fsm.mu.RUnlock()
+	kill := kept != a.Mode&0o7777
 	switch {
 	case err != nil:
 		return nil, err
 	case !file:
 		return nil, errf(syscall.EINVAL, "inode %d is not a regular file", r.Ino)
-	case r.Gen != a.Gen, r.End <= a.Size && r.Mtime == a.Mtime:
+	case r.Gen != a.Gen, r.End <= a.Size && r.Mtime == a.Mtime && !kill:
 		return &rpc.AttrResp{Attr: a}, nil // stale generation, or nothing new: no raft
 	}
-	res, err := s.apply(cmdCommit, &commitCmd{Ino: r.Ino, Gen: r.Gen, End: r.End, Mtime: r.Mtime, Now: s.now()})
+	res, err := s.apply(cmdCommit, &commitCmd{Ino: r.Ino, Gen: r.Gen, End: r.End, Mtime: r.Mtime, Now: s.now(), KillPriv: kill, Mode: kept})
 	if err != nil {
 		return nil, err
 	}

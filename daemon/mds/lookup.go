@@ -5,6 +5,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/strata-hpc/strata/daemon/mds/access"
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
 
@@ -16,6 +17,12 @@ const maxSymlinks = 40
 // in every component but the last, and in the last too when follow is set;
 // a relative target resolves from the link's directory.
 func (st *state) walk(path string, follow bool) (*inode, error) {
+	return st.walkAs(nil, path, follow)
+}
+
+// walkAs is walk for caller cr, who needs search permission on every
+// directory it passes (none checked when cr is nil).
+func (st *state) walkAs(cr *access.Cred, path string, follow bool) (*inode, error) {
 	if !strings.HasPrefix(path, "/") {
 		return nil, errf(syscall.EINVAL, "walk %q: path is not absolute", path)
 	}
@@ -26,6 +33,11 @@ func (st *state) walk(path string, follow bool) (*inode, error) {
 		c := comps[i]
 		if !cur.isDir() {
 			return nil, errf(syscall.ENOTDIR, "walk %q: a component before %q is not a directory", path, c)
+		}
+		if cr != nil {
+			if err := access.Permission(cr, perm(cur), access.Exec); err != nil {
+				return nil, wrapDenied(err, "walk %q: search directory before %q", path, c)
+			}
 		}
 		switch c {
 		case ".":

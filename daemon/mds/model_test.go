@@ -279,6 +279,9 @@ func (m *model) setxattr(n *mnode, name, value string, flags uint32) syscall.Err
 }
 
 func (m *model) removexattr(n *mnode, name string) syscall.Errno {
+	if n.kind == rpc.TypeSymlink && strings.HasPrefix(name, "user.") {
+		return syscall.EPERM // as Linux: user. xattrs are not for links
+	}
 	if _, ok := n.xattrs[name]; !ok {
 		return syscall.ENODATA
 	}

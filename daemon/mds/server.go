@@ -42,6 +42,7 @@ type Server struct {
 	wr        *writers    // files granted for writing (stale.go)
 	horizonMu sync.Mutex  // one raise of the write-grant horizon at a time
 	rb        *rebuilder  // the rebuild manager (rebuild.go)
+	groups    *groupCache // callers' supplementary groups (caller.go)
 	dsc       *rpc.Client // calls to data servers (GC)
 	ready     chan struct{}
 
@@ -78,6 +79,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		cfg:    cfg,
 		log:    deps.Log.With("component", "mds", "mds_id", cfg.ID),
 		clock:  deps.Clock,
+		groups: newGroupCache(deps.Clock),
 		def:    def,
 		fsm:    newFSM(),
 		reg:    newRegistry(cfg.HeartbeatTimeout, deps.Clock, rand.Uint64()),

@@ -112,6 +112,9 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 	hreq.Header.SetMethod(fasthttp.MethodPost)
 	hreq.SetRequestURI("http://" + addr + "/rpc/" + method)
 	hreq.SetBodyRaw(body)
+	if cr, ok := CredFrom(ctx); ok {
+		hreq.Header.Set(credHeader, formatCred(cr))
+	}
 	// A large reply is read from the connection straight into out
 	// (readReply), not into a body buffer fasthttp would allocate for it.
 	stream := 0

@@ -108,6 +108,11 @@ const (
 	SetSize
 	SetAtime
 	SetMtime
+	// SetAtimeNow and SetMtimeNow, with SetAtime and SetMtime, set the
+	// time to the MDS's now (UTIME_NOW): anyone who may write the file may,
+	// where explicit times are for its owner.
+	SetAtimeNow
+	SetMtimeNow
 )
 
 // SetattrReq changes the attributes whose bit is in Valid. A size change of

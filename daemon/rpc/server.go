@@ -133,6 +133,14 @@ func (s *Server) serve(rc *fasthttp.RequestCtx) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if v := rc.Request.Header.Peek(credHeader); len(v) > 0 {
+		cr, ok := parseCred(string(v))
+		if !ok {
+			s.fail(rc, Errorf(syscall.EINVAL, fmt.Sprintf("malformed %s header %.40q", credHeader, v)))
+			return
+		}
+		ctx = WithCred(ctx, cr)
+	}
 	d, _ := s.pool.Get().(*Data)
 	if d == nil {
 		d = &Data{}

@@ -1,0 +1,317 @@
+package permtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/client/fuse"
+	"github.com/strata-hpc/strata/internal/testcluster"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(HelperEnv) != "" {
+		if err := Helper(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// The test's accounts: the owner of the fixtures, a member of their group
+// through a supplementary group only, and a user in neither.
+const (
+	group = "stperm_grp"
+	owner = "stperm_owner"
+	mate  = "stperm_mate"
+	other = "stperm_other"
+)
+
+// caller is one identity the operations run as.
+type caller struct {
+	name     string
+	uid, gid int
+}
+
+// accounts creates the group and users when missing and returns them.
+func accounts(t *testing.T) (grp int, callers []caller) {
+	t.Helper()
+	if _, err := user.LookupGroup(group); err != nil {
+		run(t, "groupadd", group)
+	}
+	for _, u := range []struct {
+		name   string
+		groups []string
+	}{{owner, []string{group}}, {mate, []string{group}}, {other, nil}} {
+		if _, err := user.Lookup(u.name); err != nil {
+			args := []string{"--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin"}
+			if len(u.groups) > 0 {
+				args = append(args, "--groups", strings.Join(u.groups, ","))
+			}
+			run(t, "useradd", append(args, u.name)...)
+		}
+	}
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grp, _ = strconv.Atoi(g.Gid)
+	for _, name := range []string{owner, mate, other} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		callers = append(callers, caller{name: name, uid: uid, gid: gid})
+	}
+	return grp, append(callers, caller{name: "root"})
+}
+
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// helper runs job as c in a copy of the test binary (bin) and returns its
+// result.
+func helper(t *testing.T, bin string, c caller, job Job) Result {
+	t.Helper()
+	var cmd *exec.Cmd
+	if c.uid == 0 {
+		cmd = exec.Command(bin)
+	} else {
+		cmd = exec.Command("setpriv", "--reuid", strconv.Itoa(c.uid), "--regid", strconv.Itoa(c.gid),
+			"--init-groups", "--", bin)
+	}
+	in, err := json.Marshal(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), &out, &errOut
+	cmd.Env = append(os.Environ(), HelperEnv+"=1")
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helper as %s: %v: %s", c.name, err, errOut.String())
+	}
+	var res Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("helper as %s: %v: %q", c.name, err, out.String())
+	}
+	return res
+}
+
+// copyBinary copies the test binary where every test account may run it.
+func copyBinary(t *testing.T, dir string) string {
+	t.Helper()
+	src, err := os.Open(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	bin := filepath.Join(dir, "permtest.bin")
+	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// state is what a watched entry looks like after the operations.
+type state struct {
+	exists   bool
+	mode     uint32
+	uid, gid uint32
+}
+
+func (s state) String() string {
+	if !s.exists {
+		return "absent"
+	}
+	return fmt.Sprintf("mode %04o uid %d gid %d", s.mode, s.uid, s.gid)
+}
+
+func statOS(p string) state {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		return state{}
+	}
+	return state{exists: true, mode: st.Mode & 0o7777, uid: st.Uid, gid: st.Gid}
+}
+
+// TestMatrix runs every operation as every caller on every case, on a
+// local directory (the oracle), through a FUSE mount and through the
+// client library, and compares the answers and what they leave.
+func TestMatrix(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPING THE PERMISSION MATRIX: it needs root (test accounts, setpriv): NOTHING WAS TESTED")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skipf("SKIPPING THE PERMISSION MATRIX: /dev/fuse is missing (%v): NOTHING WAS TESTED", err)
+	}
+	grp, callers := accounts(t)
+	args := Args{ChownUid: uint32(callers[2].uid), ChgrpGid: uint32(callers[0].gid)}
+	own := callers[0]
+
+	base, err := os.MkdirTemp("", "strata-permtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := copyBinary(t, base)
+	local, mnt := filepath.Join(base, "local"), filepath.Join(base, "mnt")
+	for _, p := range []string{local, mnt} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cl := testcluster.Start(t, 2)
+	opts := fuse.DefaultOptions()
+	srv, err := fuse.Mount(context.Background(), cl.Client(), mnt, opts)
+	if err != nil {
+		t.Fatalf("mount: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Unmount(ctx, true); err != nil {
+			t.Errorf("unmount: %v", err)
+		}
+	})
+	root := cl.Client()
+	ctx := testcluster.Context(t, 5*time.Minute)
+
+	// The three places the fixtures live: OS paths for the local
+	// directory and the mount, Strata paths for the library.
+	type place struct {
+		name string
+		os   string // where root builds fixtures
+		job  string // the path the helper uses
+		lib  bool
+	}
+	places := []place{
+		{"kernel", local, local, false},
+		{"fuse", filepath.Join(mnt, "fuse"), filepath.Join(mnt, "fuse"), false},
+		{"lib", filepath.Join(mnt, "lib"), "/lib", true},
+	}
+	for _, p := range places[1:] {
+		if err := os.Mkdir(p.os, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fix := func(fc fixCase, c caller) string { return fc.name + "-" + c.name }
+	for _, p := range places {
+		for _, fc := range cases {
+			for _, c := range callers {
+				if err := build(filepath.Join(p.os, fix(fc, c)), fc, own.uid, grp); err != nil {
+					t.Fatalf("%s fixture %s: %v", p.name, fix(fc, c), err)
+				}
+			}
+		}
+	}
+
+	// answers[place][fixture][op]; states[place][fixture][entry].
+	answers := map[string]Result{}
+	states := map[string]map[string]map[string]state{}
+	for _, p := range places {
+		answers[p.name] = Result{}
+		states[p.name] = map[string]map[string]state{}
+		for _, c := range callers {
+			job := Job{Lib: p.lib, MDS: cl.MDSAddr(), Args: args}
+			for _, fc := range cases {
+				job.Dirs = append(job.Dirs, p.job+"/"+fix(fc, c))
+			}
+			for dir, ops := range helper(t, bin, c, job) {
+				answers[p.name][filepath.Base(dir)] = ops
+			}
+		}
+		for _, fc := range cases {
+			for _, c := range callers {
+				x := fix(fc, c)
+				states[p.name][x] = map[string]state{}
+				for _, w := range watched {
+					if p.lib {
+						states[p.name][x][w] = statLib(ctx, root, p.job+"/"+x+"/"+w)
+					} else {
+						states[p.name][x][w] = statOS(filepath.Join(p.os, x, w))
+					}
+				}
+			}
+		}
+	}
+
+	denied, allowed := 0, 0
+	for _, fc := range cases {
+		for _, c := range callers {
+			x := fix(fc, c)
+			for _, op := range ops {
+				want := syscall.Errno(answers["kernel"][x][op.name])
+				if want == 0 {
+					allowed++
+				} else {
+					denied++
+				}
+				for _, p := range places[1:] {
+					if got := syscall.Errno(answers[p.name][x][op.name]); got != want {
+						t.Errorf("%s as %s, %s: %s answers %q, the kernel %q", fc.name, c.name, op.name, p.name, errName(got), errName(want))
+					}
+				}
+			}
+			for _, w := range watched {
+				want := states["kernel"][x][w]
+				for _, p := range places[1:] {
+					if got := states[p.name][x][w]; got != want {
+						t.Errorf("%s as %s, %s afterwards: %s has %v, the kernel %v", fc.name, c.name, w, p.name, got, want)
+					}
+				}
+			}
+		}
+	}
+	// A matrix the kernel answered all alike would prove nothing.
+	if denied < 100 || allowed < 100 {
+		t.Errorf("the kernel allowed %d and refused %d operations: the matrix does not exercise permissions", allowed, denied)
+	}
+	t.Logf("%d cases x %d callers x %d operations: the kernel allowed %d and refused %d",
+		len(cases), len(callers), len(ops), allowed, denied)
+}
+
+func statLib(ctx context.Context, c *client.Client, p string) state {
+	a, err := c.Lstat(ctx, p)
+	if err != nil {
+		return state{}
+	}
+	return state{exists: true, mode: a.Mode & 0o7777, uid: a.Uid, gid: a.Gid}
+}
+
+func errName(e syscall.Errno) string {
+	if e == 0 {
+		return "success"
+	}
+	return e.Error()
+}
