@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/strata-hpc/strata/daemon/mds/access"
+	"github.com/strata-hpc/strata/daemon/mds/posix"
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
 
@@ -15,12 +15,12 @@ import (
 // this MDS resolves for the uid (NSS), never the wire's. A request that
 // names nobody (a daemon's own call, an older client) acts as root: until
 // requests are authenticated, the identity is the caller's claim anyway.
-func (s *Server) caller(ctx context.Context) access.Cred {
+func (s *Server) caller(ctx context.Context) posix.Cred {
 	c, ok := rpc.CredFrom(ctx)
 	if !ok {
-		return access.Cred{}
+		return posix.Cred{}
 	}
-	return access.Cred{Uid: c.Uid, Gid: c.Gid, Groups: s.groups.of(c.Uid)}
+	return posix.Cred{Uid: c.Uid, Gid: c.Gid, Groups: s.groups.of(c.Uid)}
 }
 
 // groupsTTL is how long a uid's resolved groups are kept: a user added to

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/strata-hpc/strata/daemon/mds/access"
+	"github.com/strata-hpc/strata/daemon/mds/posix"
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/layout"
 )
@@ -181,7 +181,7 @@ func (s *Server) create(ctx context.Context, r *rpc.CreateReq) (*rpc.CreateResp,
 	s.fsm.mu.RLock()
 	st := s.fsm.st
 	d, err := st.dir(r.Parent)
-	var pd *access.Inode
+	var pd *posix.Inode
 	if err == nil {
 		pd, err = st.mayCreate(&c, r.Parent, r.Name)
 	}
@@ -207,7 +207,7 @@ func (s *Server) create(ctx context.Context, r *rpc.CreateReq) (*rpc.CreateResp,
 	if err != nil {
 		return nil, errf(syscall.ENOSPC, "create %q: %v", r.Name, err)
 	}
-	gid, mode := access.New(&owner, pd, r.Mode, false)
+	gid, mode := posix.New(&owner, pd, r.Mode, false)
 	res, err := s.apply(cmdCreate, &createCmd{
 		Parent:    r.Parent,
 		Name:      r.Name,
@@ -427,7 +427,7 @@ func (s *Server) listXattr(ctx context.Context, r *rpc.XattrReq) (*rpc.ListXattr
 	if err != nil {
 		return nil, err
 	}
-	names = slices.DeleteFunc(names, func(name string) bool { return !access.XattrVisible(&c, name) })
+	names = slices.DeleteFunc(names, func(name string) bool { return !posix.XattrVisible(&c, name) })
 	return &rpc.ListXattrResp{Names: names}, nil
 }
 
@@ -472,7 +472,7 @@ func (s *Server) layoutCommit(ctx context.Context, r *rpc.LayoutCommitReq) (*rpc
 	var kept uint32 // the bits the writer leaves (file_remove_privs)
 	if err == nil {
 		a, file = n.attr(), n.isFile()
-		kept = access.KillPriv(&c, perm(n))
+		kept = posix.KillPriv(&c, perm(n))
 	}
 	s.fsm.mu.RUnlock()
 	kill := kept != a.Mode&0o7777

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/strata-hpc/strata/daemon/mds/access"
+	"github.com/strata-hpc/strata/daemon/mds/posix"
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
 
@@ -22,7 +22,7 @@ func (st *state) walk(path string, follow bool) (*inode, error) {
 
 // walkAs is walk for caller cr, who needs search permission on every
 // directory it passes (none checked when cr is nil).
-func (st *state) walkAs(cr *access.Cred, path string, follow bool) (*inode, error) {
+func (st *state) walkAs(cr *posix.Cred, path string, follow bool) (*inode, error) {
 	if !strings.HasPrefix(path, "/") {
 		return nil, errf(syscall.EINVAL, "walk %q: path is not absolute", path)
 	}
@@ -35,7 +35,7 @@ func (st *state) walkAs(cr *access.Cred, path string, follow bool) (*inode, erro
 			return nil, errf(syscall.ENOTDIR, "walk %q: a component before %q is not a directory", path, c)
 		}
 		if cr != nil {
-			if err := access.Permission(cr, perm(cur), access.Exec); err != nil {
+			if err := posix.Permission(cr, perm(cur), posix.Exec); err != nil {
 				return nil, wrapDenied(err, "walk %q: search directory before %q", path, c)
 			}
 		}

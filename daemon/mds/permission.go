@@ -3,12 +3,12 @@ package mds
 import (
 	"context"
 
-	"github.com/strata-hpc/strata/daemon/mds/access"
+	"github.com/strata-hpc/strata/daemon/mds/posix"
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
 
 // Permission checks. The leader decides every one under the FSM's read
-// lock, before raft.Apply, with package access: a refused request costs no
+// lock, before raft.Apply, with package posix: a refused request costs no
 // log space, and what a decision computes (a new inode's group and mode,
 // the bits a chown or a write clears) goes into the command, so the FSM
 // stays deterministic. A change racing the check (a chmod between the
@@ -21,8 +21,8 @@ import (
 // the client walked the path to get the inode number.
 
 // perm returns the access view of n.
-func perm(n *inode) *access.Inode {
-	return &access.Inode{Mode: n.Mode, Uid: n.Uid, Gid: n.Gid}
+func perm(n *inode) *posix.Inode {
+	return &posix.Inode{Mode: n.Mode, Uid: n.Uid, Gid: n.Gid}
 }
 
 // check runs fn on the state under the read lock.
@@ -34,12 +34,12 @@ func (s *Server) check(fn func(st *state) error) error {
 
 // search checks that c may search directory dir (a missing or non-directory
 // dir is left to the operation to report).
-func (st *state) search(c *access.Cred, dir uint64) error {
+func (st *state) search(c *posix.Cred, dir uint64) error {
 	d, err := st.dir(dir)
 	if err != nil {
 		return nil
 	}
-	return wrapDenied(access.Permission(c, perm(d), access.Exec), "search directory %d", dir)
+	return wrapDenied(posix.Permission(c, perm(d), posix.Exec), "search directory %d", dir)
 }
 
 // wrapDenied gives a refusal the wire form: its errno and a message naming
@@ -53,8 +53,8 @@ func wrapDenied(err error, format string, args ...any) error {
 
 // mayCreate checks a new entry name in dir: search, then (if the name is
 // free; an existing one is the operation's EEXIST) write permission. It
-// returns dir's access view for access.New.
-func (st *state) mayCreate(c *access.Cred, dir uint64, name string) (*access.Inode, error) {
+// returns dir's access view for posix.New.
+func (st *state) mayCreate(c *posix.Cred, dir uint64, name string) (*posix.Inode, error) {
 	d, err := st.dir(dir)
 	if err != nil {
 		return nil, nil
@@ -65,11 +65,11 @@ func (st *state) mayCreate(c *access.Cred, dir uint64, name string) (*access.Ino
 	if _, ok := d.Entries[name]; ok {
 		return perm(d), nil
 	}
-	return perm(d), wrapDenied(access.Create(c, perm(d)), "create %q in directory %d", name, dir)
+	return perm(d), wrapDenied(posix.Create(c, perm(d)), "create %q in directory %d", name, dir)
 }
 
 // mayDelete checks removing entry name of dir: search, then may_delete.
-func (st *state) mayDelete(c *access.Cred, dir uint64, name string) error {
+func (st *state) mayDelete(c *posix.Cred, dir uint64, name string) error {
 	if err := st.search(c, dir); err != nil {
 		return err
 	}
@@ -77,14 +77,14 @@ func (st *state) mayDelete(c *access.Cred, dir uint64, name string) error {
 	if err != nil {
 		return nil // the operation reports it
 	}
-	return wrapDenied(access.Delete(c, perm(st.get(dir)), perm(n)), "remove %q from directory %d", name, dir)
+	return wrapDenied(posix.Delete(c, perm(st.get(dir)), perm(n)), "remove %q from directory %d", name, dir)
 }
 
 // mayRename checks rename(2): search on both directories, may_delete of
 // the source, may_delete of a target or may_create in its directory, and
 // write permission on a directory that moves to another parent (its ".."
 // changes).
-func (st *state) mayRename(c *access.Cred, r *rpc.RenameReq) error {
+func (st *state) mayRename(c *posix.Cred, r *rpc.RenameReq) error {
 	for _, dir := range []uint64{r.OldParent, r.NewParent} {
 		if err := st.search(c, dir); err != nil {
 			return err
@@ -104,25 +104,25 @@ func (st *state) mayRename(c *access.Cred, r *rpc.RenameReq) error {
 		src.isDir() && st.isAncestor(src.Ino, r.NewParent):
 		return nil // the FSM's EEXIST, no-op or EINVAL comes first
 	}
-	if err := access.Delete(c, perm(st.get(r.OldParent)), perm(src)); err != nil {
+	if err := posix.Delete(c, perm(st.get(r.OldParent)), perm(src)); err != nil {
 		return wrapDenied(err, "rename %q from directory %d", r.OldName, r.OldParent)
 	}
 	var dst *inode
 	if exists {
 		dst = st.get(dstIno)
-		err = access.Delete(c, perm(nd), perm(dst))
+		err = posix.Delete(c, perm(nd), perm(dst))
 	} else {
-		err = access.Create(c, perm(nd))
+		err = posix.Create(c, perm(nd))
 	}
 	if err != nil {
 		return wrapDenied(err, "rename %q into directory %d", r.NewName, r.NewParent)
 	}
 	if r.OldParent != r.NewParent {
 		if src.isDir() {
-			err = access.Permission(c, perm(src), access.Write)
+			err = posix.Permission(c, perm(src), posix.Write)
 		}
 		if err == nil && dst != nil && r.Flags&rpc.RenameExchange != 0 && dst.isDir() {
-			err = access.Permission(c, perm(dst), access.Write)
+			err = posix.Permission(c, perm(dst), posix.Write)
 		}
 	}
 	return wrapDenied(err, "rename directory %q to another directory", r.OldName)
@@ -131,7 +131,7 @@ func (st *state) mayRename(c *access.Cred, r *rpc.RenameReq) error {
 // maySetattr checks a setattr and returns the request to apply: a chmod's
 // bits with setgid dropped where Linux drops it, and the bits a chown
 // clears. Times asked as "now" become the leader's now.
-func (st *state) maySetattr(c *access.Cred, r *rpc.SetattrReq, now int64) (rpc.SetattrReq, error) {
+func (st *state) maySetattr(c *posix.Cred, r *rpc.SetattrReq, now int64) (rpc.SetattrReq, error) {
 	out := *r
 	n, err := st.node(r.Ino)
 	if err != nil {
@@ -139,7 +139,7 @@ func (st *state) maySetattr(c *access.Cred, r *rpc.SetattrReq, now int64) (rpc.S
 	}
 	a := perm(n)
 	if r.Valid&(rpc.SetUid|rpc.SetGid) != 0 {
-		mode, err := access.Chown(c, a, r.Uid, r.Gid, r.Valid&rpc.SetUid != 0, r.Valid&rpc.SetGid != 0)
+		mode, err := posix.Chown(c, a, r.Uid, r.Gid, r.Valid&rpc.SetUid != 0, r.Valid&rpc.SetGid != 0)
 		if err != nil {
 			return out, wrapDenied(err, "change the owner of inode %d", r.Ino)
 		}
@@ -149,10 +149,10 @@ func (st *state) maySetattr(c *access.Cred, r *rpc.SetattrReq, now int64) (rpc.S
 		}
 	}
 	if r.Valid&rpc.SetMode != 0 {
-		if access.DropsPrivOnly(a, r.Mode) && access.Permission(c, a, access.Write) == nil {
+		if posix.DropsPrivOnly(a, r.Mode) && posix.Permission(c, a, posix.Write) == nil {
 			out.Mode = r.Mode & 0o7777
 		} else {
-			mode, err := access.Chmod(c, a, r.Mode)
+			mode, err := posix.Chmod(c, a, r.Mode)
 			if err != nil {
 				return out, wrapDenied(err, "change the mode of inode %d", r.Ino)
 			}
@@ -160,14 +160,14 @@ func (st *state) maySetattr(c *access.Cred, r *rpc.SetattrReq, now int64) (rpc.S
 		}
 	}
 	if r.Valid&rpc.SetSize != 0 && n.isFile() {
-		if err := access.Truncate(c, a); err != nil {
+		if err := posix.Truncate(c, a); err != nil {
 			return out, wrapDenied(err, "truncate inode %d", r.Ino)
 		}
 	}
 	if r.Valid&(rpc.SetAtime|rpc.SetMtime) != 0 {
 		explicit := r.Valid&rpc.SetAtime != 0 && r.Valid&rpc.SetAtimeNow == 0 ||
 			r.Valid&rpc.SetMtime != 0 && r.Valid&rpc.SetMtimeNow == 0
-		if err := access.Utimes(c, a, explicit); err != nil {
+		if err := posix.Utimes(c, a, explicit); err != nil {
 			return out, wrapDenied(err, "set the times of inode %d", r.Ino)
 		}
 	}
@@ -182,21 +182,21 @@ func (st *state) maySetattr(c *access.Cred, r *rpc.SetattrReq, now int64) (rpc.S
 }
 
 // mayXattr checks reading or changing the attribute name of inode ino.
-func (st *state) mayXattr(c *access.Cred, ino uint64, name string, write bool) error {
+func (st *state) mayXattr(c *posix.Cred, ino uint64, name string, write bool) error {
 	n, err := st.node(ino)
 	if err != nil {
 		return nil
 	}
-	return wrapDenied(access.Xattr(c, perm(n), name, write), "xattr %q of inode %d", name, ino)
+	return wrapDenied(posix.Xattr(c, perm(n), name, write), "xattr %q of inode %d", name, ino)
 }
 
 // mayOpen checks a LAYOUTGET: an open for reading, or for writing.
-func (st *state) mayOpen(c *access.Cred, ino uint64, write bool) error {
+func (st *state) mayOpen(c *posix.Cred, ino uint64, write bool) error {
 	n, err := st.node(ino)
 	if err != nil {
 		return nil
 	}
-	return wrapDenied(access.Open(c, perm(n), !write, write), "open inode %d", ino)
+	return wrapDenied(posix.Open(c, perm(n), !write, write), "open inode %d", ino)
 }
 
 // creator returns who checks and who owns a create, mkdir or symlink.
@@ -204,24 +204,24 @@ func (st *state) mayOpen(c *access.Cred, ino uint64, write bool) error {
 // names another owner (root may create for a user, as it may chown). A
 // request that names no caller (an older client, which puts the owner in
 // the message) is unchecked (root) and owned by def.
-func (s *Server) creator(ctx context.Context, def rpc.Cred) (check, owner access.Cred) {
+func (s *Server) creator(ctx context.Context, def rpc.Cred) (check, owner posix.Cred) {
 	if _, ok := rpc.CredFrom(ctx); !ok {
-		return access.Cred{}, access.Cred{Uid: def.Uid, Gid: def.Gid, Groups: s.groups.of(def.Uid)}
+		return posix.Cred{}, posix.Cred{Uid: def.Uid, Gid: def.Gid, Groups: s.groups.of(def.Uid)}
 	}
 	c := s.caller(ctx)
 	if c.Root() && def != (rpc.Cred{}) {
-		return c, access.Cred{Uid: def.Uid, Gid: def.Gid, Groups: s.groups.of(def.Uid)}
+		return c, posix.Cred{Uid: def.Uid, Gid: def.Gid, Groups: s.groups.of(def.Uid)}
 	}
 	return c, c
 }
 
 // newInode checks that c may create name in dir and returns the new
 // inode's group and permission bits for owner (setgid directories).
-func (s *Server) newInode(c, owner *access.Cred, dir uint64, name string, mode uint32, isDir bool) (gid, bits uint32, err error) {
+func (s *Server) newInode(c, owner *posix.Cred, dir uint64, name string, mode uint32, isDir bool) (gid, bits uint32, err error) {
 	err = s.check(func(st *state) error {
 		d, err := st.mayCreate(c, dir, name)
 		if d != nil {
-			gid, bits = access.New(owner, d, mode, isDir)
+			gid, bits = posix.New(owner, d, mode, isDir)
 		} else {
 			gid, bits = owner.Gid, mode&0o7777
 		}
@@ -231,8 +231,8 @@ func (s *Server) newInode(c, owner *access.Cred, dir uint64, name string, mode u
 }
 
 // mayLink checks link(2): search on the new directory; if the name is free,
-// protected_hardlinks (access.Link) and then may_create.
-func (st *state) mayLink(c *access.Cred, r *rpc.LinkReq) error {
+// protected_hardlinks (posix.Link) and then may_create.
+func (st *state) mayLink(c *posix.Cred, r *rpc.LinkReq) error {
 	if err := st.search(c, r.NewParent); err != nil {
 		return err
 	}
@@ -244,16 +244,16 @@ func (st *state) mayLink(c *access.Cred, r *rpc.LinkReq) error {
 	if _, ok := d.Entries[r.NewName]; ok {
 		return nil // EEXIST
 	}
-	if err := access.Link(c, perm(n)); err != nil {
+	if err := posix.Link(c, perm(n)); err != nil {
 		return wrapDenied(err, "link inode %d", r.Ino)
 	}
-	return wrapDenied(access.Create(c, perm(d)), "link %q into directory %d", r.NewName, r.NewParent)
+	return wrapDenied(posix.Create(c, perm(d)), "link %q into directory %d", r.NewName, r.NewParent)
 }
 
 // readdirAs is readdir for caller c, who needs read permission on it.
-func (st *state) readdirAs(c *access.Cred, ino uint64, after string, limit uint32) ([]rpc.DirEntry, bool, error) {
+func (st *state) readdirAs(c *posix.Cred, ino uint64, after string, limit uint32) ([]rpc.DirEntry, bool, error) {
 	if d, err := st.dir(ino); err == nil {
-		if err := access.Permission(c, perm(d), access.Read); err != nil {
+		if err := posix.Permission(c, perm(d), posix.Read); err != nil {
 			return nil, false, wrapDenied(err, "list directory %d", ino)
 		}
 	}

@@ -35,7 +35,7 @@ var cases = []fixCase{
 // files are the f_* entries of d, one per operation that changes a file.
 var files = []string{
 	"f_lookup", "f_openr", "f_openw", "f_write", "f_creat", "f_link", "f_unlink", "f_rename",
-	"f_chmod", "f_chown", "f_chgrp", "f_trunc", "f_utnow", "f_utset", "f_xuser", "f_xtrusted",
+	"f_chmod", "f_chown", "f_chgrp", "f_trunc", "f_utnow", "f_utset", "f_xuser", "f_xtrusted", "f_xsecurity",
 }
 
 // build makes fixture x for case fc, owned by uid and gid.

@@ -138,6 +138,9 @@ var ops = []struct {
 	{"setxattr-trusted", func(b backend, d string, _ Args) error {
 		return b.setxattr(d+"/d/f_xtrusted", "trusted.perm")
 	}},
+	{"setxattr-security", func(b backend, d string, _ Args) error {
+		return b.setxattr(d+"/d/f_xsecurity", "security.perm")
+	}},
 	{"setxattr-dir-user", func(b backend, d string, _ Args) error { return b.setxattr(d+"/d", "user.perm") }},
 }
 

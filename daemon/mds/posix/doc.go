@@ -1,4 +1,4 @@
-// Package access decides whether a caller may do an operation on an inode,
+// Package posix decides whether a caller may do an operation on an inode,
 // the way Linux decides it on a local file system: owner, group (with
 // supplementary groups) and other bits, root's overrides, sticky
 // directories, setgid directories, chown and chgrp rules, utimes rules and
@@ -10,4 +10,4 @@
 // mode) into the command, so the FSM stays deterministic.
 //
 // It imports only the standard library.
-package access
+package posix

@@ -1,4 +1,4 @@
-package access
+package posix
 
 // Chmod decides whether c may set n's permission bits to mode and returns
 // the bits to store (setattr_prepare): only the owner or root may; the
