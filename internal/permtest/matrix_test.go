@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -91,8 +92,7 @@ func run(t *testing.T, name string, args ...string) {
 
 // helper runs job as c in a copy of the test binary (bin) and returns its
 // result.
-func helper(t *testing.T, bin string, c caller, job Job) Result {
-	t.Helper()
+func helper(bin string, c caller, job Job) (Result, error) {
 	var cmd *exec.Cmd
 	if c.uid == 0 {
 		cmd = exec.Command(bin)
@@ -102,19 +102,19 @@ func helper(t *testing.T, bin string, c caller, job Job) Result {
 	}
 	in, err := json.Marshal(job)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var out, errOut bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), &out, &errOut
 	cmd.Env = append(os.Environ(), HelperEnv+"=1")
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("helper as %s: %v: %s", c.name, err, errOut.String())
+		return nil, fmt.Errorf("helper as %s: %w: %s", c.name, err, errOut.String())
 	}
 	var res Result
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		t.Fatalf("helper as %s: %v: %q", c.name, err, out.String())
+		return nil, fmt.Errorf("helper as %s: %w: %q", c.name, err, out.String())
 	}
-	return res
+	return res, nil
 }
 
 // copyBinary copies the test binary where every test account may run it.
@@ -226,14 +226,26 @@ func TestMatrix(t *testing.T) {
 		}
 	}
 	fix := func(fc fixCase, c caller) string { return fc.name + "-" + c.name }
+	// Built concurrently: the MDS commits concurrent changes together.
+	var wg sync.WaitGroup
+	errs := make(chan error, len(places)*len(cases)*len(callers))
 	for _, p := range places {
 		for _, fc := range cases {
 			for _, c := range callers {
-				if err := build(filepath.Join(p.os, fix(fc, c)), fc, own.uid, grp); err != nil {
-					t.Fatalf("%s fixture %s: %v", p.name, fix(fc, c), err)
-				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := build(filepath.Join(p.os, fix(fc, c)), fc, own.uid, grp); err != nil {
+						errs <- fmt.Errorf("%s fixture %s: %w", p.name, fix(fc, c), err)
+					}
+				}()
 			}
 		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 
 	// answers[place][fixture][op]; states[place][fixture][entry].
@@ -242,12 +254,25 @@ func TestMatrix(t *testing.T) {
 	for _, p := range places {
 		answers[p.name] = Result{}
 		states[p.name] = map[string]map[string]state{}
-		for _, c := range callers {
+		results := make([]Result, len(callers))
+		errs := make([]error, len(callers))
+		for i, c := range callers {
 			job := Job{Lib: p.lib, MDS: cl.MDSAddr(), Args: args}
 			for _, fc := range cases {
 				job.Dirs = append(job.Dirs, p.job+"/"+fix(fc, c))
 			}
-			for dir, ops := range helper(t, bin, c, job) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i], errs[i] = helper(bin, c, job)
+			}()
+		}
+		wg.Wait()
+		for i := range callers {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			for dir, ops := range results[i] {
 				answers[p.name][filepath.Base(dir)] = ops
 			}
 		}
