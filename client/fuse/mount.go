@@ -147,8 +147,7 @@ func (s *Server) Unmount(ctx context.Context, lazy bool) error {
 	for {
 		err := unmount(s.dir, false)
 		if err == nil || errors.Is(err, ErrNotMounted) {
-			<-s.done
-			return nil
+			return s.waitDone(ctx)
 		}
 		if !errors.Is(err, ErrBusy) {
 			return err
@@ -172,6 +171,21 @@ func (s *Server) Unmount(ctx context.Context, lazy bool) error {
 		}
 		s.log.Info("mount was busy: detached it; it is served until its last user lets go")
 		return fmt.Errorf("unmount %s: %w", s.dir, ErrDetached)
+	}
+}
+
+// waitDone waits, after the mount left this namespace, for serving to end.
+// A copy of the mount in another mount namespace (made by unshare or a
+// container while it was mounted) keeps the connection open: when ctx ends
+// first, the mount is served there until its last user lets go, and
+// waitDone returns ErrDetached rather than wait for that.
+func (s *Server) waitDone(ctx context.Context) error {
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		s.log.Info("unmounted here, still mounted in another mount namespace: served until its last user lets go")
+		return fmt.Errorf("unmount %s: mounted in another mount namespace: %w", s.dir, ErrDetached)
 	}
 }
 
