@@ -16,11 +16,16 @@ const DefaultMDS = "127.0.0.1:7000"
 
 // Config configures a Client.
 type Config struct {
-	MDS         string        // MDS address, or a comma-separated list of the replicas; default DefaultMDS
-	Timeout     time.Duration // per RPC when the context has none; default 30s
-	Cred        rpc.Cred      // owner of what this client creates; default the process's uid/gid
-	MaxInflight int           // data requests in flight per file call; default 16
-	ChunkSize   int           // most bytes per data server request; default 4 MiB
+	MDS     string        // MDS address, or a comma-separated list of the replicas; default DefaultMDS
+	Timeout time.Duration // per RPC when the context has none; default 30s
+	// Cred owns what this client creates; default the process's uid and
+	// gid. Calls act for the process itself (its permissions are checked),
+	// except where a context says otherwise (rpc.WithCred, as the FUSE
+	// mount does for each caller): a root process (the agent) may create
+	// files a user owns, as it may chown them.
+	Cred        rpc.Cred
+	MaxInflight int // data requests in flight per file call; default 16
+	ChunkSize   int // most bytes per data server request; default 4 MiB
 	// FailoverTimeout is how long a call keeps trying other MDS replicas
 	// while none leads (an election); default 15s.
 	FailoverTimeout time.Duration
@@ -52,6 +57,7 @@ func (c Config) Validate() error {
 // Client talks to one Strata namespace. It is safe for concurrent use.
 type Client struct {
 	cfg    Config
+	self   rpc.Cred // the process's own uid and gid: who its calls act for
 	rpc    *rpc.Client
 	sess   *session
 	mdsSet *mdsSet
@@ -80,6 +86,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	return &Client{
 		cfg:    cfg,
+		self:   rpc.Cred{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())},
 		rpc:    rpc.NewClient(rpc.ClientConfig{Timeout: cfg.Timeout, MaxConnsPerHost: 4 * cfg.MaxInflight}),
 		sess:   newSession(),
 		mdsSet: newMDSSet(cfg.MDS),

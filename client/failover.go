@@ -83,7 +83,7 @@ func (m *mdsSet) next(failed string) {
 // mds calls the MDS leader, following redirects and failing over.
 func (c *Client) mds(ctx context.Context, method string, req, resp any) error {
 	if _, ok := rpc.CredFrom(ctx); !ok {
-		ctx = rpc.WithCred(ctx, c.cfg.Cred)
+		ctx = rpc.WithCred(ctx, c.self)
 	}
 	start := time.Now()
 	backoff := 10 * time.Millisecond
