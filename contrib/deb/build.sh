@@ -18,8 +18,8 @@ umask 022
 
 # The binary, and the mount(8) helper for type fuse.strata.
 install -D -m 755 "$strata" "$root/usr/bin/strata"
-mkdir -p "$root/sbin"
-ln -s /usr/bin/strata "$root/sbin/mount.fuse.strata"
+mkdir -p "$root/usr/sbin"
+ln -s ../bin/strata "$root/usr/sbin/mount.fuse.strata"
 
 # The SPANK plugin where Debian's Slurm loads plugins, and the MPI-IO shim
 # (an LD_PRELOAD library, in a private directory).
