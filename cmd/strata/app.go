@@ -26,6 +26,10 @@ type app struct {
 	// introspect, when set, receives each command's flag set in place
 	// of parsing it: the man pages and the bash completion list flags.
 	introspect func(*cmdFlags)
+	// stdlog makes a daemon's logger the process's default (slog.SetDefault),
+	// so that lines libraries write with the log package are structured at
+	// its level too. Only Main sets it: it is process-wide.
+	stdlog bool
 }
 
 // Main runs the strata command line with args (without the program name)
@@ -34,7 +38,7 @@ type app struct {
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, tty: isTerminal(stderr)}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, tty: isTerminal(stderr), stdlog: true}
 	return a.main(ctx, args)
 }
 

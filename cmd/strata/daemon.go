@@ -78,5 +78,8 @@ func parseDaemon(a *app, f *cmdFlags, o *options, args []string, logLevel *strin
 	if err != nil {
 		return nil, usageErrorf(o.cmd, "%v", err)
 	}
+	if a.stdlog {
+		slog.SetDefault(log)
+	}
 	return log, nil
 }

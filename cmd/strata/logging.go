@@ -4,14 +4,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
+
+	"github.com/strata-hpc/strata/internal/logging"
 )
 
-// newLogger returns a text logger on w at level (debug, info, warn, error).
+// newLogger returns the text logger on w at level (debug, info, warn,
+// error), with repeated warnings and errors rate-limited (internal/logging).
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+	log, err := logging.New(w, level)
+	if err != nil {
 		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+	return log, nil
 }

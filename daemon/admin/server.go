@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/logging"
 )
 
 // Source is what the admin API reports on: the MDS, or a fake in tests.
@@ -101,6 +102,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		IdleTimeout:           2 * time.Minute,
 		MaxRequestBodySize:    1 << 20,
 		CloseOnShutdown:       true,
+		// fasthttp's own lines (connection errors, warnings) go through
+		// the daemon's logger: structured, and rate-limited when repeated.
+		Logger: logging.Printf(log, slog.LevelWarn, "fasthttp"),
 	}
 	return s, nil
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/strata-hpc/strata/internal/logging"
 )
 
 // MaxBody is the largest request or response body the transport accepts.
@@ -100,6 +102,9 @@ func NewServer(mux *Mux, log *slog.Logger) *Server {
 		NoDefaultDate:         true,
 		NoDefaultContentType:  true,
 		CloseOnShutdown:       true,
+		// fasthttp's own lines (connection errors, warnings) go through
+		// the daemon's logger: structured, and rate-limited when repeated.
+		Logger: logging.Printf(log, slog.LevelWarn, "fasthttp"),
 	}
 	return s
 }
