@@ -27,7 +27,14 @@ const (
 	// OpStatus is sent when a job step starts on a node: where the tier
 	// is, and whether it is usable.
 	OpStatus HookOp = "status"
+	// OpCleanup is sent by `strata agent cleanup JOB` (an administrator,
+	// as root): tear down the tier of a job that Slurm says has ended, as
+	// its epilog would have.
+	OpCleanup HookOp = "cleanup"
 )
+
+// MaxHookWait is the longest Wait a status request may ask for.
+const MaxHookWait = 30
 
 // MaxHookLine is the longest request or reply line, newline included.
 const MaxHookLine = 64 << 10
@@ -47,6 +54,14 @@ type HookRequest struct {
 	// (validated at submit time; the agent parses it again); prolog and
 	// epilog only.
 	Spec string `json:"spec,omitempty"`
+	// Wait, in seconds (status only, at most MaxHookWait), lets the
+	// agent hold the answer while the tier is still being set up or
+	// staged in, until it is ready, fails, or Wait passes; then a reply
+	// with Pending says to ask again. 0 answers at once.
+	Wait int `json:"wait,omitempty"`
+	// Force (cleanup only) tears the tier down even when Slurm does not
+	// say that the job has ended.
+	Force bool `json:"force,omitempty"`
 }
 
 // HookReply is one reply line. OK false with UserError true is the job's
@@ -61,6 +76,10 @@ type HookReply struct {
 	// ROMIOHints is a ROMIO hints file tuned for the tier; status only,
 	// optional.
 	ROMIOHints string `json:"romio_hints,omitempty"`
+	// Pending (status only, with OK false) says that the tier is still
+	// being set up or staged in: the step waits and asks again. Error
+	// says how far it is.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Validate checks the fields the op needs.
@@ -70,9 +89,12 @@ func (q HookRequest) Validate() error {
 		if q.Nodes == "" || q.Spec == "" {
 			return fmt.Errorf("%w: %s needs nodes and spec", ErrBadHook, q.Op)
 		}
-	case OpStatus:
+	case OpStatus, OpCleanup:
 	default:
-		return fmt.Errorf("%w: unknown op %q (want prolog, epilog or status)", ErrBadHook, q.Op)
+		return fmt.Errorf("%w: unknown op %q (want prolog, epilog, status or cleanup)", ErrBadHook, q.Op)
+	}
+	if q.Wait < 0 || q.Wait > MaxHookWait {
+		return fmt.Errorf("%w: wait %d: want 0 to %d seconds", ErrBadHook, q.Wait, MaxHookWait)
 	}
 	if q.JobID == 0 || q.Node == "" {
 		return fmt.Errorf("%w: %s needs job_id and node", ErrBadHook, q.Op)

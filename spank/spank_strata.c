@@ -13,9 +13,13 @@
  *       (that would drain the node); an unreachable agent or a system error
  *       does (the node is broken).
  *   each job step on each node: init_post_opt (still root) asks the agent
- *       for the tier's status; user_init exports STRATA_TIER_DIR (and
- *       ROMIO_HINTS); task_init fails the task with one line on its stderr
- *       when the tier is not usable.
+ *       for the tier's status, and waits while the agent says the tier is
+ *       still staging in (the stage-in runs after the prolog, so that a
+ *       long one never fails the prolog); user_init exports STRATA_TIER_DIR
+ *       (and ROMIO_HINTS); task_init fails the task with one line on its
+ *       stderr when the tier is not usable.
+ *   an agent that is not listening (it restarts) is waited for, up to
+ *       agent_wait seconds, by every call.
  *
  * plugstack.conf arguments (all optional):
  *   strata=PATH          the strata binary (default /usr/bin/strata)
@@ -23,7 +27,11 @@
  *                        (default /run/strata/agent.sock)
  *   timeout=SECONDS      prolog and epilog wait for the agent (default 120)
  *   status_timeout=SECONDS  a step's status call (default 10)
+ *   agent_wait=SECONDS   how long a call waits for an agent that does not
+ *                        listen, e.g. while it restarts (default 30)
  *   mount_prefix=DIR     passed to validate as --allowed-mount-prefix
+ *   default_mount=PATH   passed to validate as --default-mount (where tiers
+ *                        are mounted, as the agents' mount_prefix says)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,14 +55,17 @@ SPANK_PLUGIN(strata, 1);
 #define MAX_LINE (64 * 1024)	/* jobtier.MaxHookLine */
 #define MAX_MSG 1024		/* longest message we relay */
 #define VALIDATE_TIMEOUT 30	/* seconds for strata tier validate */
+#define STATUS_WAIT 10		/* seconds the agent may hold a status reply (jobtier.MaxHookWait at most) */
 
 static struct {
 	char strata[256];
 	char socket[256];
 	char mount_prefix[256];
+	char default_mount[256];
 	int timeout;
 	int status_timeout;
-} cfg = { "/usr/bin/strata", "/run/strata/agent.sock", "", 120, 10 };
+	int agent_wait;
+} cfg = { "/usr/bin/strata", "/run/strata/agent.sock", "", "", 120, 10, 30 };
 
 /* The option's value as this process's callback saw it, or NULL. */
 static char *spec;
@@ -74,6 +85,7 @@ static struct {
 struct reply {
 	int ok;
 	int user_error;
+	int pending;
 	char error[MAX_MSG];
 	char tier_dir[4096];
 	char romio_hints[4096];
@@ -134,9 +146,13 @@ static int parse_args(int ac, char **av)
 			bad = seconds_arg(&cfg.timeout, a + 8, "timeout");
 		else if (!strncmp(a, "status_timeout=", 15))
 			bad = seconds_arg(&cfg.status_timeout, a + 15, "status_timeout");
+		else if (!strncmp(a, "agent_wait=", 11))
+			bad = seconds_arg(&cfg.agent_wait, a + 11, "agent_wait");
+		else if (!strncmp(a, "default_mount=", 14))
+			bad = copy_arg(cfg.default_mount, sizeof(cfg.default_mount), a + 14, "default_mount");
 		else {
 			slurm_error("spank_strata: unknown plugstack.conf argument \"%s\" "
-				    "(want strata=, socket=, timeout=, status_timeout= or mount_prefix=)", a);
+				    "(want strata=, socket=, timeout=, status_timeout=, agent_wait=, mount_prefix= or default_mount=)", a);
 			bad = -1;
 		}
 		if (bad)
@@ -198,7 +214,7 @@ static int validate(const char *v, char *msg, size_t msglen)
 		return -1;
 	}
 	if (pid == 0) {
-		char *argv[8];
+		char *argv[10];
 		int n = 0;
 		argv[n++] = "strata";
 		argv[n++] = "tier";
@@ -206,6 +222,10 @@ static int validate(const char *v, char *msg, size_t msglen)
 		if (cfg.mount_prefix[0]) {
 			argv[n++] = "--allowed-mount-prefix";
 			argv[n++] = cfg.mount_prefix;
+		}
+		if (cfg.default_mount[0]) {
+			argv[n++] = "--default-mount";
+			argv[n++] = cfg.default_mount;
 		}
 		argv[n++] = "--";
 		argv[n++] = (char *) v;
@@ -326,9 +346,11 @@ static void put_json_string(char *buf, size_t n, size_t *len, const char *s)
 }
 
 /* build_request writes one request line (jobtier.HookRequest) into buf;
- * nodes and v may be NULL (status). Returns -1 if it does not fit. */
+ * nodes and v may be NULL (status); wait > 0 lets the agent hold a status
+ * reply that long while the tier is pending. Returns -1 if it does not
+ * fit. */
 static int build_request(char *buf, size_t n, const char *op, uint32_t job, uint32_t uid, uint32_t gid,
-			 const char *nodes, const char *node, const char *v)
+			 const char *nodes, const char *node, const char *v, int wait)
 {
 	size_t len = (size_t) snprintf(buf, n, "{\"op\":\"%s\",\"job_id\":%u,\"uid\":%u,\"gid\":%u", op, job, uid, gid);
 	if (nodes) {
@@ -341,6 +363,8 @@ static int build_request(char *buf, size_t n, const char *op, uint32_t job, uint
 		len += (size_t) snprintf(buf + len, n - len, ",\"spec\":");
 		put_json_string(buf, n, &len, v);
 	}
+	if (wait > 0 && len < n)
+		len += (size_t) snprintf(buf + len, n - len, ",\"wait\":%d", wait);
 	if (len + 3 >= n)
 		return -1;
 	buf[len++] = '}';
@@ -522,6 +546,8 @@ static int parse_reply(const char *line, size_t n, struct reply *r)
 			rc = read_bool(&j, &r->ok);
 		else if (!strcmp(key, "user_error"))
 			rc = read_bool(&j, &r->user_error);
+		else if (!strcmp(key, "pending"))
+			rc = read_bool(&j, &r->pending);
 		else if (!strcmp(key, "error") && j.p < j.end && *j.p == '"')
 			rc = read_string(&j, r->error, sizeof(r->error));
 		else if (!strcmp(key, "tier_dir") && j.p < j.end && *j.p == '"')
@@ -566,30 +592,64 @@ static int socket_path(char *out, size_t n, const char *node)
 	return 0;
 }
 
+/* connect_agent connects to the agent's socket at path. While nothing
+ * listens there (no socket file, or refused: the agent restarts) it tries
+ * again every 200 ms for up to wait seconds, saying so once in slurmd's
+ * log. Returns the socket, or -1 with the reason in err. */
+static int connect_agent(const char *path, int wait, int timeout, const char *what, char *err, size_t errlen)
+{
+	double deadline = now() + wait;
+	int waited = 0;
+	for (;;) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			snprintf(err, errlen, "socket: %s", strerror(errno));
+			return -1;
+		}
+		struct timeval tv = { .tv_sec = timeout };
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));	/* bounds connect too */
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		memcpy(sa.sun_path, path, strlen(path) + 1);
+		if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) == 0) {
+			if (waited)
+				slurm_info("spank_strata: %s: the strata agent at %s answers again", what, path);
+			return fd;
+		}
+		int e = errno;
+		close(fd);
+		if ((e != ENOENT && e != ECONNREFUSED) || ms_left(deadline) == 0) {
+			if (waited)
+				snprintf(err, errlen, "cannot reach the strata agent at %s: %s (waited %d s for it)", path, strerror(e), wait);
+			else
+				snprintf(err, errlen, "cannot reach the strata agent at %s: %s", path, strerror(e));
+			return -1;
+		}
+		if (!waited) {
+			/* an error: a job step's info lines do not reach slurmd's log */
+			slurm_error("spank_strata: %s: the strata agent at %s does not answer (%s); waiting up to %d s for it",
+				    what, path, strerror(e), wait);
+			waited = 1;
+		}
+		poll(NULL, 0, 200);
+	}
+}
+
 /* call_agent sends one request line to this node's agent and reads one
- * reply line, within timeout seconds. On failure it writes why into err. */
-static int call_agent(const char *node, const char *req, int timeout, struct reply *r, char *err, size_t errlen)
+ * reply line, within timeout seconds once connected; it waits up to wait
+ * seconds for an agent that does not listen. what names the call in log
+ * lines. On failure it writes why into err. */
+static int call_agent(const char *node, const char *req, int timeout, int wait, const char *what,
+		      struct reply *r, char *err, size_t errlen)
 {
 	char path[sizeof(((struct sockaddr_un *) 0)->sun_path)];
 	if (socket_path(path, sizeof(path), node) < 0) {
 		snprintf(err, errlen, "agent socket path %s is too long for node %s", cfg.socket, node);
 		return -1;
 	}
+	int fd = connect_agent(path, wait, timeout, what, err, errlen);
+	if (fd < 0)
+		return -1;
 	double deadline = now() + timeout;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return -1;
-	}
-	struct timeval tv = { .tv_sec = timeout };
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));	/* bounds connect too */
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-		snprintf(err, errlen, "cannot reach the strata agent at %s: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
 	size_t len = strlen(req), off = 0;
 	while (off < len) {
 		ssize_t k = send(fd, req + off, len - off, MSG_NOSIGNAL);
@@ -675,13 +735,15 @@ static int job_script(spank_t sp, const char *op)
 	}
 
 	char req[MAX_LINE];
-	if (build_request(req, sizeof(req), op, job, uid, gid, nodes, node, v) < 0) {
+	if (build_request(req, sizeof(req), op, job, uid, gid, nodes, node, v, 0) < 0) {
 		slurm_error("spank_strata: %s of job %u: request longer than %d bytes", op, job, MAX_LINE);
 		return -1;
 	}
 	struct reply r;
-	char err[MAX_MSG];
-	if (call_agent(node, req, cfg.timeout, &r, err, sizeof(err)) < 0) {
+	char err[MAX_MSG], what[320];
+	snprintf(what, sizeof(what), "%s of job %u on %s", op, job, node);
+	int wait = cfg.agent_wait < cfg.timeout ? cfg.agent_wait : cfg.timeout;
+	if (call_agent(node, req, cfg.timeout, wait, what, &r, err, sizeof(err)) < 0) {
 		slurm_error("spank_strata: %s of job %u on %s: %s", op, job, node, err);
 		return -1;	/* a node whose agent does not answer is broken */
 	}
@@ -746,11 +808,23 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 		snprintf(tier.reason, sizeof(tier.reason), "this node's Slurm name is unknown (no SLURMD_NODENAME)");
 		return 0;
 	}
-	build_request(req, sizeof(req), "status", tier.job, uid, gid, NULL, node, NULL);
-	if (call_agent(node, req, cfg.status_timeout, &r, err, sizeof(err)) < 0) {
-		snprintf(tier.reason, sizeof(tier.reason), "%s", err);
-		slurm_error("spank_strata: status of job %u on %s: %s", tier.job, node, err);
-		return 0;
+	char what[320];
+	snprintf(what, sizeof(what), "status of job %u on %s", tier.job, node);
+	build_request(req, sizeof(req), "status", tier.job, uid, gid, NULL, node, NULL, STATUS_WAIT);
+	/* While the tier stages in, the agent holds each answer up to
+	 * STATUS_WAIT seconds and says pending: ask again, for as long as it
+	 * takes. The job's time limit bounds it; a cancelled job's stage-in is
+	 * stopped by the agent, which then answers not usable. */
+	for (int said = 0;; said = 1) {
+		if (call_agent(node, req, cfg.status_timeout + STATUS_WAIT, cfg.agent_wait, what, &r, err, sizeof(err)) < 0) {
+			snprintf(tier.reason, sizeof(tier.reason), "%s", err);
+			slurm_error("spank_strata: status of job %u on %s: %s", tier.job, node, err);
+			return 0;
+		}
+		if (r.ok || !r.pending)
+			break;
+		if (!said)
+			slurm_info("spank_strata: job %u on %s waits for its storage tier: %s", tier.job, node, r.error);
 	}
 	if (!r.ok) {
 		snprintf(tier.reason, sizeof(tier.reason), "%s", r.error[0] ? r.error : "the agent gave no reason");

@@ -14,7 +14,7 @@ const tierUsage = `Usage: strata tier validate|status|drain [flags] ...
 Job tiers: a private file system made of a Slurm job's own nodes
 (sbatch --storage-tier=SPEC, see docs/storage-tier.md).
 
-  strata tier validate [--allowed-mount-prefix P] [-v] SPEC
+  strata tier validate [--allowed-mount-prefix P] [--default-mount M] [-v] SPEC
       Check a --storage-tier value. Exit 0 when it is valid (with -v, print
       its canonical form); else print one line naming the offending item on
       stderr and exit 1. The SPANK plugin runs this at submit time, so that
@@ -58,9 +58,10 @@ stdout); else print the one-line reason, naming the offending item, on
 stderr and exit 1:
   strata tier validate 'capacity=200G,stage-in=strata:/ds/imagenet:/in,drain=ckpt/*:strata:/proj/run42'
 The SPANK plugin (spank_strata.so) runs this at submit time, as its
-plugstack.conf strata= and mount_prefix= arguments say. It needs no MDS and
+plugstack.conf strata=, mount_prefix= and default_mount= arguments say. It needs no MDS and
 takes no --mds. See docs/storage-tier.md.`)
 	prefix := f.String("allowed-mount-prefix", "", "directory `P` below which mount= may put a tier (default: mount= is refused)")
+	defMount := f.String("default-mount", jobtier.DefaultOptions().DefaultMount, "where the cluster mounts a tier without mount=, `M` (%j: the job id), for messages")
 	verbose := f.Bool("v", false, "print the canonical form of a valid SPEC")
 	rest, err := f.parse(a, args)
 	if err != nil {
@@ -73,6 +74,10 @@ takes no --mds. See docs/storage-tier.md.`)
 	opts.AllowedMountPrefix = *prefix
 	if err := opts.Validate(); err != nil {
 		return usageErrorf(f.name, "--allowed-mount-prefix: %v", err)
+	}
+	opts.DefaultMount = *defMount
+	if err := opts.Validate(); err != nil {
+		return usageErrorf(f.name, "--default-mount: %v", err)
 	}
 	spec, err := jobtier.Parse(rest[0])
 	if err == nil {

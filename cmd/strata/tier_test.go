@@ -40,3 +40,14 @@ func TestTierValidate(t *testing.T) {
 		t.Errorf("tier validate --help: exit %d, %q", r.code, r.stdout)
 	}
 }
+
+// TestTierValidateDefaultMount: a refused mount= names where this cluster
+// mounts tiers (the plugin's default_mount=), not the built-in default.
+func TestTierValidateDefaultMount(t *testing.T) {
+	r := strata(t, nil, "tier", "validate", "--default-mount", "/scratch/tiers/%j", "--", "mount=/x/%j")
+	want := `storage-tier: item "mount=/x/%j": this cluster allows no mount path override; the tier is mounted at /scratch/tiers/%j (%j is the job id)` + "\n"
+	if r.code != 1 || r.stderr != want {
+		t.Errorf("exit %d, stderr %q; want exit 1 and %q", r.code, r.stderr, want)
+	}
+	strata(t, nil, "tier", "validate", "--default-mount", "rel", "capacity=1G").fails(t, 2, "--default-mount")
+}

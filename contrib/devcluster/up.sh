@@ -134,7 +134,8 @@ echo "$MODE" > "$DIR/run/mode"
 : > "$DIR/etc/plugstack.conf"
 if [ -n "$SPANK" ]; then
 	mkdir -p "$(dirname "$AGENT_SOCKET")"
-	echo "required $SPANK strata=$STRATA socket=$AGENT_SOCKET $SPANK_ARGS" > "$DIR/etc/plugstack.conf"
+	# default_mount: where strata-up.sh's agents mount tiers (--mount-prefix $DIR/mnt)
+	echo "required $SPANK strata=$STRATA socket=$AGENT_SOCKET default_mount=$DIR/mnt/%j $SPANK_ARGS" > "$DIR/etc/plugstack.conf"
 fi
 SUBMIT=""
 if [ -n "$JOB_SUBMIT" ]; then

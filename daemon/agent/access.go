@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os/user"
 	"path"
 	"runtime"
@@ -87,9 +88,10 @@ func (id identity) may(a *rpc.Attr, want uint32) bool {
 	return bits&want == want
 }
 
-// errPerm is the user-facing refusal of a global path.
+// errPerm is the user-facing refusal of a global path: a *fs.PathError,
+// so that a message can name the path refused (stageErr).
 func errPerm(p string) error {
-	return fmt.Errorf("%s: %w", p, syscall.EACCES)
+	return &fs.PathError{Op: "access", Path: p, Err: syscall.EACCES}
 }
 
 // checkGlobal walks the global path p (absolute, clean) as id: every

@@ -53,6 +53,7 @@ type Config struct {
 	DrainSettle   time.Duration // a file is drained once its size and mtime have held this long
 	ScanInterval  time.Duration // how often the tier is scanned for files to drain
 	StageWorkers  int           // files (or pieces) staged in at once
+	StageRate     int64         // bytes per second this node stages in at most; 0: no cap
 	StageChunk    int64         // files larger than this are staged in pieces spread over the nodes
 	ReadyTimeout  time.Duration // a prolog waits this long for the tier's MDS and data servers
 	EpilogTimeout time.Duration // the final drain's budget; what is left is drained after the job
@@ -144,8 +145,8 @@ func (c Config) Validate() error {
 		return bad("socket, state, hints and NVMe directories must be absolute paths")
 	case c.PortBase < 1024 || c.PortSlots < 1 || c.PortBase+2*c.PortSlots > 65535:
 		return bad("ports %d + 2 x %d slots do not fit in 1024-65535", c.PortBase, c.PortSlots)
-	case c.DrainRate < 0, c.DrainWorkers < 1, c.StageWorkers < 1, c.Retries < 1, c.StageChunk < 1<<20:
-		return bad("drain rate, workers, retries and stage chunk (at least 1 MiB) must be positive")
+	case c.DrainRate < 0, c.StageRate < 0, c.DrainWorkers < 1, c.StageWorkers < 1, c.Retries < 1, c.StageChunk < 1<<20:
+		return bad("drain and stage rates, workers, retries and stage chunk (at least 1 MiB) must be positive")
 	}
 	for n, a := range c.NodeAddrs {
 		if n == "" || net.ParseIP(a) == nil {

@@ -26,6 +26,7 @@ func (s *Server) Epilog(ctx context.Context, req jobtier.HookRequest) error {
 	if t == nil {
 		return s.cleanupUnknown(req)
 	}
+	s.stopStageIn(t, errJobEnded)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if s.tier(req.JobID) != t {
@@ -118,7 +119,7 @@ func (s *Server) markEpilog(t *tier, mark string) {
 	if !alive(t.proc("mds"), t.marker()) {
 		return // the others find the MDS gone
 	}
-	tc, err := t.tierClient(time.Second)
+	tc, err := t.adminClient(time.Second)
 	if err != nil {
 		return
 	}
@@ -188,10 +189,13 @@ func removeMountPoint(dir string) error {
 // removes whatever of the job is left on the node (a mount, directories).
 func (s *Server) cleanupUnknown(req jobtier.HookRequest) error {
 	t := s.newTier(req.JobID)
-	dir := ""
-	if spec, err := jobtier.Parse(req.Spec); err == nil {
-		dir = s.cfg.Tier.MountPath(spec, req.JobID)
+	// Without a spec (strata agent cleanup of a job this agent has no
+	// state of), the default mount path.
+	var spec jobtier.Spec
+	if req.Spec != "" {
+		spec, _ = jobtier.Parse(req.Spec)
 	}
+	dir := s.cfg.Tier.MountPath(spec, req.JobID)
 	var errs []error
 	if dir != "" {
 		if err := unmountTier(dir); err != nil {

@@ -76,7 +76,7 @@ func waitMounted(ctx context.Context, dir string, p procInfo, marker string) err
 			return nil
 		}
 		if !alive(p, marker) {
-			return errors.New("strata mount exited: " + tailLog(p.Log))
+			return errors.New(exitReason("strata mount", p))
 		}
 		select {
 		case <-ctx.Done():

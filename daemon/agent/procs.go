@@ -46,40 +46,85 @@ func (s *Server) startProc(logFile string, args ...string) (procInfo, error) {
 	return p, nil
 }
 
-// procStart returns the start time of pid in clock ticks since boot.
-func procStart(pid int) (uint64, error) {
+// procStat is what the agent reads of a process in /proc/PID/stat.
+type procStat struct {
+	ppid   int
+	start  uint64 // clock ticks since boot
+	zombie bool   // exited, not yet reaped
+}
+
+// readProcStat reads /proc/PID/stat.
+func readProcStat(pid int) (procStat, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, err
+		return procStat{}, err
 	}
 	// The command name (field 2) may hold spaces: fields start after ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, errors.New("malformed /proc stat")
+		return procStat{}, errors.New("malformed /proc stat")
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 {
-		return 0, errors.New("malformed /proc stat")
+		return procStat{}, errors.New("malformed /proc stat")
 	}
-	if f[0] == "Z" || f[0] == "X" {
+	ppid, _ := strconv.Atoi(f[1])
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	return procStat{ppid: ppid, start: start, zombie: f[0] == "Z" || f[0] == "X"}, err
+}
+
+// procStart returns the start time of pid in clock ticks since boot.
+func procStart(pid int) (uint64, error) {
+	st, err := readProcStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	if st.zombie {
 		return 0, errors.New("process is a zombie")
 	}
-	return strconv.ParseUint(f[19], 10, 64)
+	return st.start, nil
 }
 
 // alive reports whether p still runs: the same PID with the same start
-// time, not a zombie, and its command line names marker (the job's own
-// directory), so that a recycled PID is never taken for the tier's.
+// time, not a zombie, and either a child of this agent (which started it
+// in this boot; its command line may not show the daemon's yet, between
+// fork and exec or while a wrapper runs) or a process whose command line
+// names marker (the job's own directory), so that a recycled PID, or one
+// from before a reboot in a state file, is never taken for the tier's.
 func alive(p procInfo, marker string) bool {
 	if p.PID <= 0 {
 		return false
 	}
-	st, err := procStart(p.PID)
-	if err != nil || (p.Start != 0 && st != p.Start) {
+	st, err := readProcStat(p.PID)
+	if err != nil || st.zombie || (p.Start != 0 && st.start != p.Start) {
 		return false
+	}
+	if st.ppid == os.Getpid() && p.Start != 0 {
+		return true
 	}
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/cmdline")
 	return err == nil && bytes.Contains(cmdline, []byte(marker))
+}
+
+// exitReason says why a daemon of the tier that was seen dead exited:
+// its exit status when it was this agent's child, and the last lines of
+// its log. It reaps the child.
+func exitReason(name string, p procInfo) string {
+	status := ""
+	var ws unix.WaitStatus
+	if pid, err := unix.Wait4(p.PID, &ws, unix.WNOHANG, nil); err == nil && pid == p.PID {
+		switch {
+		case ws.Exited():
+			status = fmt.Sprintf(" with status %d", ws.ExitStatus())
+		case ws.Signaled():
+			status = fmt.Sprintf(" (killed by %v)", ws.Signal())
+		}
+	}
+	tail := tailLog(p.Log)
+	if tail == "" {
+		tail = "its log " + p.Log + " is empty"
+	}
+	return fmt.Sprintf("%s exited%s: %s", name, status, tail)
 }
 
 // stopProc stops p: SIGTERM to its process group, then SIGKILL after

@@ -68,8 +68,8 @@ func (s *Server) Prolog(ctx context.Context, req jobtier.HookRequest) error {
 	defer t.mu.Unlock()
 	if known {
 		switch phase, reason := t.phase(); phase {
-		case phaseRunning:
-			return nil // a repeated prolog
+		case phaseRunning, phaseStaging:
+			return nil // a repeated prolog (the stage-in goes on)
 		case phaseFailed:
 			return &jobError{msg: reason}
 		default:
@@ -105,6 +105,10 @@ func (s *Server) Prolog(ctx context.Context, req jobtier.HookRequest) error {
 		reason = fmt.Sprintf("the storage tier could not be set up on node %s: %v", s.cfg.Node, err)
 	}
 	_ = t.setPhase(phaseFailed, oneLine(reason))
+	if t.st.MDSAddr != "" {
+		// The other nodes stop waiting for this one (best effort).
+		s.markFailed(t, reason)
+	}
 	req2 := rpc.TierPutReq{Errors: []string{oneLine(reason)}}
 	if t.st.first() {
 		req2.State = rpc.TierFailed
@@ -160,6 +164,20 @@ func (s *Server) assemble(ctx context.Context, t *tier) error {
 		}
 		t.setProc("mds", p)
 	}
+	capacity, err := s.reserveCapacity(t, st.Capacity)
+	if err != nil {
+		if isJobError(err) {
+			s.failEarly(ctx, t, err.Error())
+		}
+		return err
+	}
+	t.smu.Lock()
+	st.Capacity = capacity
+	err = t.saveLocked()
+	t.smu.Unlock()
+	if err != nil {
+		return err
+	}
 	p, err := s.startProc(t.logPath("ds"), "ds", "--id", s.cfg.Node, "--node", s.cfg.Node,
 		"--listen", s.cfg.Addr+":0", "--dir", t.data, "--mds", st.MDSAddr, "--secret-file", secretFile,
 		"--capacity", strconv.FormatUint(st.Capacity, 10), "--heartbeat-interval", "250ms", "--log-level", "warn")
@@ -168,7 +186,7 @@ func (s *Server) assemble(ctx context.Context, t *tier) error {
 	}
 	t.setProc("ds", p)
 
-	tc, err := t.tierClient(2 * time.Second)
+	tc, err := t.adminClient(2 * time.Second)
 	if err != nil {
 		return err
 	}
@@ -183,12 +201,15 @@ func (s *Server) assemble(ctx context.Context, t *tier) error {
 			return err
 		}
 	}
+	// Files are striped over every node: no stage-in (and no job) before
+	// all data servers are up. Every other node waits for its own: ready
+	// is the data server answering (registered up with the tier MDS).
+	wait := []string{s.cfg.Node}
 	if st.first() || len(t.spec.StageIn) > 0 {
-		// Files are striped over every node: no stage-in (and no job)
-		// before all data servers are up.
-		if err := s.waitDataServers(rctx, t, tc); err != nil {
-			return err
-		}
+		wait = st.Nodes
+	}
+	if err := s.waitDataServers(rctx, t, tc, wait); err != nil {
+		return err
 	}
 	if err := s.mountTier(rctx, t, tc); err != nil {
 		return err
@@ -197,25 +218,18 @@ func (s *Server) assemble(ctx context.Context, t *tier) error {
 		return err
 	}
 	if len(t.spec.StageIn) > 0 {
+		// In the background: the prolog returns now, the job's steps wait
+		// (stagerun.go).
 		if err := t.setPhase(phaseStaging, ""); err != nil {
 			return err
 		}
 		if st.first() {
 			t.rep.put(rpc.TierPutReq{State: rpc.TierStaging})
 		}
-		if err := s.stageIn(ctx, t, tc, id); err != nil {
-			return err
-		}
+		s.startStageIn(t, id)
+		return nil
 	}
-	if err := t.setPhase(phaseRunning, ""); err != nil {
-		return err
-	}
-	t.rep.statsLater(t.stats())
-	if st.first() {
-		t.rep.put(rpc.TierPutReq{State: rpc.TierRunning})
-		s.startDrainer(t, id)
-	}
-	return nil
+	return s.tierRuns(t, id)
 }
 
 // setProc records and saves one of the tier's processes.
@@ -242,6 +256,16 @@ func (t *tier) stats() rpc.TierNodeStats {
 
 // marker is what every process of this tier has in its command line.
 func (t *tier) marker() string { return t.jobDir + "/" }
+
+// adminClient returns a client of the tier's MDS that acts as root: the
+// agent's own work on the tier (the root's owner, the marks on it), which
+// the tier MDS refuses the job's user (it checks POSIX permissions).
+func (t *tier) adminClient(failover time.Duration) (*client.Client, error) {
+	return client.New(client.Config{
+		MDS: t.st.MDSAddr, Timeout: 10 * time.Second, FailoverTimeout: failover,
+		Cred: rpc.Cred{Uid: 0, Gid: 0},
+	})
+}
 
 // tierClient returns a client of the tier's MDS that creates files as the
 // job's user. failover is how long a call retries an MDS that stopped
@@ -276,10 +300,10 @@ func poll(ctx context.Context, every time.Duration, cond func() (bool, error)) e
 func (s *Server) waitTierMDS(ctx context.Context, t *tier, tc *client.Client) error {
 	err := poll(ctx, 20*time.Millisecond, func() (bool, error) {
 		if t.st.first() && !alive(t.proc("mds"), t.marker()) {
-			return false, fmt.Errorf("the tier MDS exited: %s", tailLog(t.proc("mds").Log))
+			return false, errors.New(exitReason("the tier MDS", t.proc("mds")))
 		}
 		if !alive(t.proc("ds"), t.marker()) {
-			return false, fmt.Errorf("the tier data server exited: %s", tailLog(t.proc("ds").Log))
+			return false, errors.New(exitReason("the tier data server", t.proc("ds")))
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
@@ -292,12 +316,15 @@ func (s *Server) waitTierMDS(ctx context.Context, t *tier, tc *client.Client) er
 	return err
 }
 
-// waitDataServers waits until the data server of every node is up.
-func (s *Server) waitDataServers(ctx context.Context, t *tier, tc *client.Client) error {
+// waitDataServers waits until the data servers of nodes are up.
+func (s *Server) waitDataServers(ctx context.Context, t *tier, tc *client.Client, nodes []string) error {
 	var missing []string
 	err := poll(ctx, 20*time.Millisecond, func() (bool, error) {
 		if !alive(t.proc("ds"), t.marker()) {
-			return false, fmt.Errorf("the tier data server exited: %s", tailLog(t.proc("ds").Log))
+			return false, errors.New(exitReason("the tier data server", t.proc("ds")))
+		}
+		if err := failedMark(ctx, tc); err != nil {
+			return false, err
 		}
 		c, err := tc.Cluster(ctx)
 		if err != nil {
@@ -308,7 +335,7 @@ func (s *Server) waitDataServers(ctx context.Context, t *tier, tc *client.Client
 			up[d.ID] = d.State == "up"
 		}
 		missing = missing[:0]
-		for _, n := range t.st.Nodes {
+		for _, n := range nodes {
 			if !up[n] {
 				missing = append(missing, n)
 			}
@@ -342,8 +369,10 @@ func (s *Server) initRoot(ctx context.Context, t *tier, tc *client.Client) error
 // the root to the user (so that no mount caches the root's old owner).
 func (s *Server) mountTier(ctx context.Context, t *tier, tc *client.Client) error {
 	err := poll(ctx, 20*time.Millisecond, func() (bool, error) {
-		_, err := tc.GetXattrIno(ctx, rpc.RootIno, tierXattr)
-		return err == nil, nil
+		if _, err := tc.GetXattrIno(ctx, rpc.RootIno, tierXattr); err == nil {
+			return true, nil
+		}
+		return false, failedMark(ctx, tc)
 	})
 	if errors.Is(err, context.DeadlineExceeded) {
 		return jobErrorf("the storage tier's first node %s did not set it up within %v", t.st.Nodes[0], s.cfg.ReadyTimeout)

@@ -38,7 +38,10 @@ type Server struct {
 	deps   Deps
 	log    *slog.Logger
 	global *client.Client // the global namespace, as root: the registry
-	ready  chan struct{}
+
+	stageLim *limiter   // StageRate, shared by every stage-in of the node
+	capMu    sync.Mutex // serializes capacity checks (capacity.go)
+	ready    chan struct{}
 
 	portMu sync.Mutex // serializes the choice of tier MDS ports (ports.go)
 	mu     sync.Mutex // guards tiers and the lifecycle fields
@@ -61,7 +64,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	if deps.Scontrol == nil {
 		deps.Scontrol = func(args ...string) (string, error) {
-			out, err := exec.Command("scontrol", args...).Output()
+			// Combined: "Invalid job id specified" is on stderr.
+			out, err := exec.Command("scontrol", args...).CombinedOutput()
 			return string(out), err
 		}
 	}
@@ -76,6 +80,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		global: g,
 		ready:  make(chan struct{}),
 		tiers:  map[uint32]*tier{},
+
+		stageLim: newLimiter(cfg.StageRate),
 	}
 	return s, nil
 }
@@ -195,7 +201,9 @@ func (s *Server) handle(req jobtier.HookRequest) jobtier.HookReply {
 	case jobtier.OpEpilog:
 		err = s.Epilog(s.ctx, req)
 	case jobtier.OpStatus:
-		return s.Status(req.JobID)
+		return s.waitStatus(req)
+	case jobtier.OpCleanup:
+		err = s.Cleanup(s.ctx, req.JobID, req.Force)
 	}
 	switch {
 	case err == nil:
@@ -206,7 +214,24 @@ func (s *Server) handle(req jobtier.HookRequest) jobtier.HookReply {
 	return jobtier.HookReply{Error: oneLine(fmt.Sprintf("strata agent on %s: %s of job %d: %v", s.cfg.Node, req.Op, req.JobID, err))}
 }
 
+// waitStatus answers a status request: at once, or, with Wait, once the
+// tier is no longer being set up or staged in (or Wait has passed).
+func (s *Server) waitStatus(req jobtier.HookRequest) jobtier.HookReply {
+	r := s.Status(req.JobID)
+	if !r.Pending || req.Wait <= 0 {
+		return r
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, time.Duration(req.Wait)*time.Second)
+	defer cancel()
+	_ = poll(ctx, 100*time.Millisecond, func() (bool, error) {
+		r = s.Status(req.JobID)
+		return !r.Pending, nil
+	})
+	return r
+}
+
 // Status answers whether job's tier is usable on this node, and where.
+// A tier still being set up or staged in answers Pending.
 func (s *Server) Status(job uint32) jobtier.HookReply {
 	t := s.tier(job)
 	if t == nil {
@@ -217,8 +242,12 @@ func (s *Server) Status(job uint32) jobtier.HookReply {
 	case phaseFailed:
 		return jobtier.HookReply{Error: reason}
 	case phaseRunning, phaseDraining:
+	case phaseStaging:
+		st := t.stats()
+		return jobtier.HookReply{Pending: true, Error: fmt.Sprintf("the storage tier of job %d is still staging in (%d files, %d bytes on node %s so far)",
+			job, st.StagedFiles, st.StagedBytes, s.cfg.Node)}
 	default:
-		return jobtier.HookReply{Error: fmt.Sprintf("the storage tier of job %d is still %s", job, phase)}
+		return jobtier.HookReply{Pending: phase == phaseAssembling, Error: fmt.Sprintf("the storage tier of job %d is still %s", job, phase)}
 	}
 	if !t.mounted() {
 		return jobtier.HookReply{Error: fmt.Sprintf("the storage tier of job %d is not mounted on node %s", job, s.cfg.Node)}

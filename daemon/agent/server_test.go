@@ -115,7 +115,7 @@ func TestAdoptFailsCutProlog(t *testing.T) {
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	st := `{"job":5,"uid":1,"gid":1,"spec":"capacity=1G","nodes":["n1"],"index":0,"phase":"staging","procs":{"ds":{"pid":999999999,"start":1}}}`
+	st := `{"job":5,"uid":1,"gid":1,"spec":"capacity=1G","nodes":["n1"],"index":0,"phase":"assembling","procs":{"ds":{"pid":999999999,"start":1}}}`
 	if err := os.WriteFile(filepath.Join(state, "5.json"), []byte(st), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,4 +39,15 @@ func checkPeerRoot(c net.Conn) error {
 		return fmt.Errorf("strata agent: only root (the SPANK plugin) may call the agent, not uid %d", cred.Uid)
 	}
 	return nil
+}
+
+// socketAnswers reports whether an agent accepts connections on the
+// socket at path.
+func socketAnswers(path string) bool {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }

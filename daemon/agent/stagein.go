@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -142,10 +143,16 @@ func (t *tier) globalClient(mds string) (*client.Client, error) {
 	return client.New(client.Config{MDS: mds, Timeout: 30 * time.Second, Cred: rpc.Cred{Uid: t.st.UID, Gid: t.st.GID}})
 }
 
-// stageErr is the user-facing error of a failed stage-in of a source.
+// stageErr is the user-facing error of a failed stage-in of a source. It
+// names the file or directory below the source that failed, if any (not
+// a missing parent of the source: the source is the user's word).
 func stageErr(loc jobtier.Location, err error) error {
 	if isJobError(err) {
 		return err
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && strings.HasPrefix(pe.Path, strings.TrimSuffix(loc.Path, "/")+"/") {
+		return jobErrorf("stage-in source %s: %s: %s", loc, pe.Path, errnoText(err))
 	}
 	return jobErrorf("stage-in source %s: %s", loc, errnoText(err))
 }
@@ -233,6 +240,9 @@ func listLocal(id identity, in jobtier.StageIn) ([]srcFile, error) {
 			return err
 		}
 		if !fi.IsDir() {
+			if !fi.Mode().IsRegular() {
+				return errors.New("not a regular file or directory")
+			}
 			f, err := os.Open(in.Src.Path)
 			if err != nil {
 				return err
@@ -348,7 +358,7 @@ func (s *Server) stagePiece(ctx context.Context, tc, gc *client.Client, id ident
 	if err != nil {
 		return 0, tierWriteErr(p.file.dst, err)
 	}
-	crc, err := copyRange(ctx, dst, src, p.off, p.n, true, nil)
+	crc, err := copyRange(ctx, dst, src, p.off, p.n, true, s.stageLim)
 	if cerr := dst.Close(); err == nil {
 		err = cerr
 	}

@@ -98,8 +98,11 @@ type tier struct {
 	jobDir string // StateDir/jobs/JOB: logs, secret, the MDS's data
 	data   string // NVMeDir/job-JOB: the DS's store
 
-	drain *drainer // first node, while the job runs
-	rep   *reporter
+	drain *drainer  // first node, while the job runs
+	stage *stageRun // while this node's stage-in runs after the prolog
+	// reserved: its capacity is promised on this node's NVMe (capMu).
+	reserved bool
+	rep      *reporter
 }
 
 // saveLocked writes the state atomically; the caller holds smu.

@@ -295,3 +295,55 @@ func (e *Env) HookTimes(node, op string, job uint32) (start, end time.Time, err 
 	}
 	return start, end, fmt.Errorf("agent.%s.log has no %s of job %d", node, op, job)
 }
+
+// AgentArgs returns the command line a node's running agent was started
+// with, without the binary: "agent", then its flags.
+func (e *Env) AgentArgs(node string) ([]string, error) {
+	pid, err := e.pidFile("agent." + node + ".pid")
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return nil, err
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	// nsenter [--net=...] --mount=... STRATA agent ...
+	for i, a := range args {
+		if a == "agent" {
+			return args[i:], nil
+		}
+	}
+	return nil, fmt.Errorf("agent of %s: no 'agent' in its command line %q", node, args)
+}
+
+// OnNode runs a command in node's namespaces (mount, and network in
+// netns mode), as the node's agent and jobs see the machine, with the
+// cluster's SLURM_CONF, and returns its combined output.
+func (e *Env) OnNode(node string, args ...string) (string, error) {
+	pid, err := e.pidFile("slurmd." + node + ".pid")
+	if err != nil {
+		return "", err
+	}
+	ns := []string{"--mount=/proc/" + strconv.Itoa(pid) + "/ns/mnt"}
+	mode, _ := os.ReadFile(filepath.Join(e.Dir, "run", "mode"))
+	id, _ := os.ReadFile(filepath.Join(e.Dir, "run", "id"))
+	if strings.TrimSpace(string(mode)) == "netns" {
+		ns = append(ns, "--net=/run/netns/strata-"+strings.TrimSpace(string(id))+"-"+node)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "nsenter", append(append(ns, "--"), args...)...)
+	cmd.Env = e.Env()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// EnsureAgent starts a node's agent if it does not run (a test's
+// cleanup after it stopped one).
+func (e *Env) EnsureAgent(node string) error {
+	if pid, err := e.pidFile("agent." + node + ".pid"); err == nil && processAlive(pid) {
+		return nil
+	}
+	return e.StartAgent(node)
+}

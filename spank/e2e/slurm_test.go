@@ -19,7 +19,7 @@ import (
 // agent on every node, and checks what a user sees of --storage-tier.
 // The subtests share the cluster and run in order.
 func TestSlurm(t *testing.T) {
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 4, REST: true, SpankArgs: "timeout=20 status_timeout=5"})
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 4, REST: true, SpankArgs: "timeout=20 status_timeout=5 agent_wait=2"})
 	t.Logf("devcluster in %s, %s mode", c.Dir, c.Mode)
 	agent := startFakeAgent(t, c.AgentSocket, c.Nodes, filepath.Join(c.Dir, "tiers"))
 
