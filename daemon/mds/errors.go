@@ -40,7 +40,11 @@ func raftError(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
 		errors.Is(err, raft.ErrLeadershipTransferInProgress):
-		return rpc.Errorf(syscall.EAGAIN, fmt.Sprintf("%v: %v", ErrNotLeader, err))
+		// NotLeader makes the client fail over and retry, as it does for a
+		// follower's answer: with leadership lost mid-commit the entry may
+		// have been applied, so a retried create can answer EEXIST, as a
+		// retried NFS create does.
+		return &rpc.Error{Errno: uint32(syscall.EAGAIN), Msg: fmt.Sprintf("%v: %v", ErrNotLeader, err), NotLeader: true}
 	case errors.Is(err, raft.ErrRaftShutdown):
 		return rpc.Errorf(syscall.EAGAIN, fmt.Sprintf("%v: %v", ErrClosed, err))
 	case errors.Is(err, raft.ErrEnqueueTimeout):

@@ -11,7 +11,7 @@ type Error struct {
 	Errno     uint32
 	Msg       string
 	Redirect  string // set by an MDS that is not the leader: the leader's RPC address, if known
-	NotLeader bool   // the call reached an MDS that is not the leader; nothing was done
+	NotLeader bool   // the call reached an MDS that is not (or stopped being) the leader: retry at the leader
 }
 
 func (e *Error) Error() string { return e.Msg }
