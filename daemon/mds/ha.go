@@ -58,10 +58,13 @@ func (s *Server) notLeader() error {
 	return &rpc.Error{Errno: uint32(syscall.EAGAIN), Msg: msg, Redirect: addr, NotLeader: true}
 }
 
-// isLeader reports whether this node leads now.
+// isLeader reports whether this node leads now and has taken office in
+// this term: until takeOffice is done its registry and leases are not yet
+// the leader's (a create would find no data server up), so it answers as a
+// follower and clients retry.
 func (s *Server) isLeader() bool {
 	r := s.raft()
-	return r != nil && r.State() == raft.Leader
+	return r != nil && r.State() == raft.Leader && s.office.Load() == r.CurrentTerm()
 }
 
 // watchLeader follows this node's raft role. It closes ready once a leader
@@ -91,6 +94,7 @@ func (s *Server) watchLeader(ctx context.Context) {
 				s.log.Warn("mds_take_office_failed", "err", err)
 			} else {
 				term = r.CurrentTerm()
+				s.office.Store(term)
 				markReady()
 			}
 		} else if addr, _ := r.LeaderWithID(); addr != "" && r.State() != raft.Leader {

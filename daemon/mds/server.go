@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -45,6 +46,7 @@ type Server struct {
 	groups    *groupCache // callers' supplementary groups (caller.go)
 	dsc       *rpc.Client // calls to data servers (GC)
 	ready     chan struct{}
+	office    atomic.Uint64 // the raft term this node last took office in (ha.go)
 
 	mu        sync.Mutex // guards the lifecycle fields below
 	started   bool
