@@ -21,6 +21,8 @@ var (
 	ErrDetached = errors.New("fuse: target is busy: detached it (lazy unmount)")
 	// ErrNotMounted is an unmount of a directory that is no FUSE mount.
 	ErrNotMounted = errors.New("fuse: not mounted")
+	// ErrNoConn is an Abort of a mount whose kernel connection is unknown.
+	ErrNoConn = errors.New("fuse: connection number unknown")
 )
 
 // errnoOf translates an error of the client library into the errno the

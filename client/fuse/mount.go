@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,7 +35,16 @@ type Server struct {
 	log    *slog.Logger
 	cancel context.CancelFunc
 	done   chan struct{} // closed when serving has ended and state is written back
+
+	conn     uint32      // the kernel connection (fusectl) number, 0 if unknown
+	dev      string      // the mount's "major:minor" in mountinfo
+	detached atomic.Bool // detached by a lazy Unmount: served until its holders let go
+	wg       sync.WaitGroup
 }
+
+// goneGrace is how long a mount that left this mount namespace may still be
+// held by another namespace before its connection is ended (abort.go).
+const goneGrace = 3 * time.Second
 
 // Mount mounts the namespace c talks to on the directory mountpoint and
 // starts serving it. It first checks that the MDS answers (within
@@ -88,6 +99,13 @@ func Mount(ctx context.Context, c *client.Client, mountpoint string, opts Option
 		<-s.done
 		return nil, fmt.Errorf("fuse: mount %s: %w", dir, err)
 	}
+	if id, dev, err := connID(dir); err == nil {
+		s.conn, s.dev = id, dev
+		s.wg.Add(1)
+		go s.watch(goneGrace)
+	} else {
+		log.Warn("cannot tell the FUSE connection number: an unmount that another mount namespace holds cannot be ended", "err", err)
+	}
 	s.tuneReadahead(opts.MaxReadahead)
 	log.Info("mounted", "max_write", opts.MaxWrite, "attr_timeout", opts.AttrTimeout, "entry_timeout", opts.EntryTimeout)
 	return s, nil
@@ -121,6 +139,7 @@ func mountOptions(opts Options, log *slog.Logger) gofuse.MountOptions {
 func (s *Server) serve() {
 	defer close(s.done)
 	s.server.Serve()
+	s.detached.Store(false)
 	s.fsys.shutdown()
 	s.cancel()
 	s.log.Info("unmounted")
@@ -133,7 +152,10 @@ func (s *Server) Dir() string { return s.dir }
 func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Wait blocks until the mount has gone away and serving has ended.
-func (s *Server) Wait() { <-s.done }
+func (s *Server) Wait() {
+	<-s.done
+	s.wg.Wait()
+}
 
 // Unmount unmounts and waits for serving to end. While the mount is busy
 // (a process has a file open or its working directory in it) it retries
@@ -166,7 +188,9 @@ func (s *Server) Unmount(ctx context.Context, lazy bool) error {
 		if !lazy {
 			return fmt.Errorf("unmount %s: %w", s.dir, ErrBusy)
 		}
+		s.detached.Store(true)
 		if err := unmount(s.dir, true); err != nil && !errors.Is(err, ErrNotMounted) {
+			s.detached.Store(false)
 			return err
 		}
 		s.log.Info("mount was busy: detached it; it is served until its last user lets go")
@@ -177,16 +201,20 @@ func (s *Server) Unmount(ctx context.Context, lazy bool) error {
 // waitDone waits, after the mount left this namespace, for serving to end.
 // A copy of the mount in another mount namespace (made by unshare or a
 // container while it was mounted) keeps the connection open: when ctx ends
-// first, the mount is served there until its last user lets go, and
-// waitDone returns ErrDetached rather than wait for that.
+// first, waitDone ends the connection (Abort) and says so; only if that
+// fails (not root) is the mount left served there, with ErrDetached.
 func (s *Server) waitDone(ctx context.Context) error {
 	select {
 	case <-s.done:
 		return nil
 	case <-ctx.Done():
-		s.log.Info("unmounted here, still mounted in another mount namespace: served until its last user lets go")
+	}
+	if err := s.Abort(); err != nil {
+		s.log.Warn("unmounted here, still mounted in another mount namespace, and its connection could not be ended: served until its last user lets go", "err", err)
 		return fmt.Errorf("unmount %s: mounted in another mount namespace: %w", s.dir, ErrDetached)
 	}
+	s.log.Warn("unmounted here, but another mount namespace still held the mount: ended its FUSE connection; processes there get ENOTCONN")
+	return nil
 }
 
 // Unmount unmounts the FUSE file system mounted on dir (as `strata umount`

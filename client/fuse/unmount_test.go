@@ -195,3 +195,66 @@ func TestMountErrors(t *testing.T) {
 		}
 	})
 }
+
+// holdInNamespace starts a process in a new mount namespace, made after
+// the mount, so that it holds a copy of the mount (as a Slurm job's
+// container or any `unshare -m` does). It is killed at the end of the test.
+func holdInNamespace(t *testing.T, dir string) {
+	t.Helper()
+	cmd := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c", "cd "+dir+" && echo ok && exec sleep 300")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("unshare: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	buf := make([]byte, 3)
+	if _, err := out.Read(buf); err != nil || string(buf[:2]) != "ok" {
+		t.Fatalf("the holder did not start in the mount: %q %v", buf, err)
+	}
+}
+
+// TestUnmountHeldByAnotherNamespace: a mount that another mount namespace
+// still holds (a copy made after the mount) stops serving within seconds
+// of `fusermount3 -u` here, and of Unmount, instead of serving forever.
+func TestUnmountHeldByAnotherNamespace(t *testing.T) {
+	requireFUSE(t)
+	cl := testcluster.Start(t, 1)
+	for _, how := range []string{"fusermount3 -u", "Unmount"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := Mount(context.Background(), cl.Client(), dir, DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cleanupMount(s) })
+			if err := os.WriteFile(filepath.Join(dir, how), []byte("kept"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			holdInNamespace(t, dir)
+			if how == "Unmount" {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				if err := s.Unmount(ctx, true); err != nil {
+					t.Fatalf("Unmount: %v", err)
+				}
+			} else if out, err := exec.Command("fusermount3", "-u", dir).CombinedOutput(); err != nil {
+				t.Fatalf("fusermount3 -u: %v: %s", err, out)
+			}
+			select {
+			case <-s.Done():
+			case <-time.After(30 * time.Second):
+				t.Fatal("still serving 30 s after the unmount: another namespace's copy keeps it alive")
+			}
+			if mounted(t, dir) {
+				t.Errorf("%s is still mounted here", dir)
+			}
+			got, err := cl.Client().Stat(context.Background(), "/"+how)
+			if err != nil || got.Size != 4 {
+				t.Errorf("file written before the unmount: %+v, %v", got, err)
+			}
+		})
+	}
+}

@@ -23,6 +23,11 @@ const mountProbeTimeout = 5 * time.Second
 // unmount before it detaches the mount (lazy unmount).
 const unmountGrace = 3 * time.Second
 
+// detachedGrace is how long a stopping `strata mount` serves the processes
+// of a mount it had to detach before it ends the connection: a stop ends
+// the process within seconds, whatever still holds the mount.
+const detachedGrace = 10 * time.Second
+
 // optionList collects -o options, which may repeat and hold several
 // comma-separated options each.
 type optionList []string
@@ -138,7 +143,8 @@ write_behind=SIZE, allow_other, debug, fsname=NAME, subtype=NAME; others
 
 // serveMount waits until the mount goes away or ctx ends (a signal), then
 // unmounts: a busy mount is retried for unmountGrace, then detached and
-// served until its last user lets go.
+// served until its last user lets go or detachedGrace has passed, when its
+// connection is ended.
 func serveMount(ctx context.Context, a *app, srv *fuse.Server) error {
 	select {
 	case <-srv.Done():
@@ -149,7 +155,15 @@ func serveMount(ctx context.Context, a *app, srv *fuse.Server) error {
 	defer cancel()
 	err := srv.Unmount(uctx, true)
 	if errors.Is(err, fuse.ErrDetached) {
-		fmt.Fprintf(a.stderr, "strata mount: %s is busy: detached it (lazy unmount); serving the processes that still use it until they close it\n", srv.Dir())
+		fmt.Fprintf(a.stderr, "strata mount: %s is busy: detached it (lazy unmount); serving the processes that still use it for %v more\n", srv.Dir(), detachedGrace)
+		select {
+		case <-srv.Done():
+		case <-time.After(detachedGrace):
+			if err := srv.Abort(); err != nil {
+				return opError("umount", srv.Dir(), err)
+			}
+			fmt.Fprintf(a.stderr, "strata mount: %s was still in use: ended its connection (its users get ENOTCONN); what they wrote before is kept\n", srv.Dir())
+		}
 		srv.Wait()
 		return nil
 	}
