@@ -35,6 +35,7 @@ environment, which wins over the file. SIGINT or SIGTERM stops it cleanly.`)
 	o.dur("heartbeat_interval", "heartbeat `interval` until the MDS says otherwise", &cfg.HeartbeatInterval)
 	o.intSize("block_size", "checksum block `size`, a power of two from 4K to 16M", &cfg.BlockSize)
 	scrubOptions(o, &cfg)
+	rpcOptions(o, &cfg.RPC, true)
 	o.str("log_level", "`level`: debug, info, warn or error", &logLevel)
 	log, err := parseDaemon(a, f, o, args, &logLevel)
 	if err != nil {

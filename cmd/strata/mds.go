@@ -56,6 +56,7 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	repairOptions(o, &cfg)
 	var nf nfsFlags
 	nfsOptions(o, &nf)
+	rpcOptions(o, &cfg.RPC, false)
 	o.str("log_level", "`level`: debug, info, warn or error", &logLevel)
 	log, err := parseDaemon(a, f, o, args, &logLevel)
 	if err != nil {

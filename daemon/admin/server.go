@@ -101,6 +101,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           2 * time.Minute,
 		MaxRequestBodySize:    1 << 20,
+		MaxConnsPerIP:         256,
+		Concurrency:           4096,
 		CloseOnShutdown:       true,
 		// fasthttp's own lines (connection errors, warnings) go through
 		// the daemon's logger: structured, and rate-limited when repeated.

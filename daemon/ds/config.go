@@ -37,6 +37,11 @@ type Config struct {
 	BlockSize         int           // checksum block size; default 64 KiB; a power of two in [4 KiB, 16 MiB]
 	ScrubInterval     time.Duration // a scrub pass starts this often (scrub.go); default 7 days; negative: only on demand
 	ScrubRate         int64         // bytes per second a scrub pass reads at most; default 32 MiB/s; negative: unlimited
+
+	// RPC bounds the server: body limits, timeouts, connections per
+	// peer, request-body memory (rpc.ServerConfig); zero fields take
+	// rpc's defaults.
+	RPC rpc.ServerConfig
 }
 
 // DefaultConfig returns a Config with every optional field set to its

@@ -15,6 +15,14 @@ import (
 // register installs the DS protocol on mux.
 func (s *Server) register(mux *rpc.Mux) {
 	rpc.HandleData(mux, rpc.DWrite, s.handleWrite)
+	// A write's capability is checked before its body is read: a caller
+	// without one costs no memory (rpc.Guard).
+	rpc.Guard(mux, rpc.DWrite, func(req *rpc.DSReq) error {
+		if err := req.Cap.Verify(s.secret, s.clock(), req.ID.Ino, req.ID.Gen, capability.OpWrite); err != nil {
+			return rpc.Errorf(syscall.EACCES, "ds: "+err.Error())
+		}
+		return nil
+	})
 	rpc.HandleData(mux, rpc.DRead, s.handleRead)
 	rpc.Handle(mux, rpc.DCommit, s.handleCommit)
 	rpc.Handle(mux, rpc.DTruncate, s.handleTruncate)

@@ -27,7 +27,10 @@ func fakeMDS(t *testing.T, intervalMs uint32) (string, <-chan rpc.HeartbeatReq) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := rpc.NewServer(mux, slog.New(slog.DiscardHandler))
+	srv, err := rpc.NewServer(mux, slog.New(slog.DiscardHandler), rpc.ServerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {

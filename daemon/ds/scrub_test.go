@@ -47,7 +47,10 @@ func startScrubMDS(t *testing.T, secret []byte) *scrubMDS {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := rpc.NewServer(mux, nil)
+	srv, err := rpc.NewServer(mux, nil, rpc.ServerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	go srv.Serve(ln)
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	f.addr = ln.Addr().String()

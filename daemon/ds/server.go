@@ -79,7 +79,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.scrub = newScrubber(s)
 	mux := rpc.NewMux()
 	s.register(mux)
-	s.rpc = rpc.NewServer(mux, log)
+	s.rpc, err = rpc.NewServer(mux, log, cfg.RPC)
+	if err != nil {
+		st.close()
+		return nil, fmt.Errorf("ds %s: %w", cfg.ID, err)
+	}
 	s.rpc.StreamBodies() // writes carry MiBs
 	timeout := min(max(cfg.HeartbeatInterval, time.Second), 10*time.Second)
 	s.hb = rpc.NewClient(rpc.ClientConfig{Timeout: timeout, MaxConnsPerHost: 2})

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/capability"
 	"github.com/strata-hpc/strata/layout"
 )
@@ -36,6 +37,10 @@ type Config struct {
 	RebuildParallel  int           // components rebuilt at once; default 4
 	RebuildYieldLoad float64       // pause while a data server involved reports more foreground calls in flight than this; default 4
 	RebalanceSpread  float64       // move components when two data servers' fills (used/capacity) differ by more than this fraction (rebalance.go); default 0.10; negative: never
+
+	// RPC bounds the RPC server: body limits, timeouts, connections per
+	// peer (rpc.ServerConfig); zero fields take rpc's defaults.
+	RPC rpc.ServerConfig
 }
 
 // builtinPolicy fills whatever DefaultLayout leaves unset.

@@ -49,7 +49,10 @@ func startFakeDS(t *testing.T, clock func() time.Time) *fakeDS {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := rpc.NewServer(mux, slog.New(slog.DiscardHandler))
+	srv, err := rpc.NewServer(mux, slog.New(slog.DiscardHandler), rpc.ServerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {

@@ -133,7 +133,10 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	s.prop = newProposer(node.raft)
 	mux := rpc.NewMux()
 	s.register(mux)
-	s.srv = rpc.NewServer(mux, s.log)
+	s.srv, err = rpc.NewServer(mux, s.log, s.cfg.RPC)
+	if err != nil {
+		return errors.Join(fmt.Errorf("mds: start: %w", err), ln.Close(), node.close())
+	}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.prop.run(bg, &s.wg)

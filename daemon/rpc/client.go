@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -169,15 +168,11 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 // data into the pieces of out in order; it returns how many data bytes it
 // read (fewer than out holds if the reply is shorter) and drains the rest.
 func readReply(r io.Reader, resp any, out [][]byte) (int, error) {
-	var b [1]byte
-	if _, err := io.ReadFull(r, b[:]); err != nil {
+	hl, err := readFrameStart(r)
+	if err != nil {
 		return 0, err
 	}
-	if b[0] != Version {
-		return 0, fmt.Errorf("%w: frame version %d, this binary speaks %d", ErrDecode, b[0], Version)
-	}
-	hl, err := binary.ReadUvarint(byteReader{r})
-	if err != nil || hl > maxFrameHeader {
+	if hl > maxFrameHeader {
 		return 0, fmt.Errorf("%w: bad frame header length", ErrDecode)
 	}
 	hdr := make([]byte, hl)

@@ -49,3 +49,6 @@ func ToErrno(err error) syscall.Errno {
 
 // ErrUnavailable is wrapped by transport failures (peer down, timeout).
 var ErrUnavailable = errors.New("rpc: peer unavailable")
+
+// ErrConfig is wrapped by every ServerConfig.Validate error.
+var ErrConfig = errors.New("rpc: invalid config")

@@ -3,6 +3,7 @@ package rpc
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net/http"
 	"syscall"
 )
@@ -27,21 +28,46 @@ func appendFrame(b []byte, msg any) []byte {
 // splitFrame decodes the header of a frame into msg and returns the data
 // that follows it.
 func splitFrame(b []byte, msg any) ([]byte, error) {
-	if len(b) == 0 {
-		return nil, fmt.Errorf("%w: empty frame", ErrDecode)
+	hdr, rest, err := frameHeader(b)
+	if err != nil {
+		return nil, err
 	}
-	if b[0] != Version {
-		return nil, fmt.Errorf("%w: frame version %d, this binary speaks %d", ErrDecode, b[0], Version)
-	}
-	n, k := binary.Uvarint(b[1:])
-	if k <= 0 || n > uint64(len(b)-1-k) {
-		return nil, fmt.Errorf("%w: bad frame header length", ErrDecode)
-	}
-	hdr := b[1+k : 1+k+int(n)]
 	if err := Unmarshal(hdr, msg); err != nil {
 		return nil, err
 	}
-	return b[1+k+int(n):], nil
+	return rest, nil
+}
+
+// frameHeader splits a frame into its encoded message and the data that
+// follows it.
+func frameHeader(b []byte) (hdr, rest []byte, err error) {
+	if len(b) == 0 {
+		return nil, nil, fmt.Errorf("%w: empty frame", ErrDecode)
+	}
+	if b[0] != Version {
+		return nil, nil, fmt.Errorf("%w: frame version %d, this binary speaks %d", ErrDecode, b[0], Version)
+	}
+	n, k := binary.Uvarint(b[1:])
+	if k <= 0 || n > uint64(len(b)-1-k) {
+		return nil, nil, fmt.Errorf("%w: bad frame header length", ErrDecode)
+	}
+	return b[1+k : 1+k+int(n)], b[1+k+int(n):], nil
+}
+
+// readFrameStart reads a frame's version byte and header length from r.
+func readFrameStart(r io.Reader) (uint64, error) {
+	var b [1]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return 0, err
+	}
+	if b[0] != Version {
+		return 0, fmt.Errorf("%w: frame version %d, this binary speaks %d", ErrDecode, b[0], Version)
+	}
+	hl, err := binary.ReadUvarint(byteReader{r})
+	if err != nil {
+		return 0, fmt.Errorf("%w: bad frame header length", ErrDecode)
+	}
+	return hl, nil
 }
 
 // statusOf maps an errno to the HTTP status of a failed call.
@@ -55,6 +81,10 @@ func statusOf(errno uint32) int {
 		return http.StatusConflict
 	case syscall.EINVAL, syscall.ENOTDIR, syscall.EISDIR, syscall.ENAMETOOLONG, syscall.ERANGE:
 		return http.StatusBadRequest
+	case syscall.E2BIG:
+		return http.StatusRequestEntityTooLarge
+	case syscall.ETIMEDOUT:
+		return http.StatusRequestTimeout
 	case syscall.ENOSPC:
 		return http.StatusInsufficientStorage
 	case syscall.EAGAIN, syscall.EHOSTUNREACH:

@@ -27,6 +27,7 @@ const MaxData = 64 << 20
 type Data struct {
 	buf []byte
 	n   int
+	hdr []byte // a streamed request's header (scratch)
 }
 
 // reserve is room kept in front of reply data for the frame header, so the
@@ -49,54 +50,110 @@ func (d *Data) Buffer(n int) []byte {
 // Commit records that the first n bytes of the Buffer are the reply.
 func (d *Data) Commit(n int) { d.n = n }
 
-type rawHandler func(ctx context.Context, body []byte, d *Data) (any, error)
+// scratch returns a slice of length n (at most MaxFraming) for a request
+// header, reused by the next call that gets the same Data.
+func (d *Data) scratch(n int) []byte {
+	if cap(d.hdr) < n {
+		d.hdr = make([]byte, n)
+	}
+	return d.hdr[:n]
+}
+
+// handler is one registered method. decode reads the request message
+// from a frame's header and runs the method's guard on it; run serves
+// the decoded request with the data that followed the header.
+type handler struct {
+	data   bool // a data call (HandleData): its class's body limit applies
+	limit  int  // the method's own body limit; 0 = its class's
+	decode func(hdr []byte) (any, error)
+	guard  func(req any) error
+	run    func(ctx context.Context, req any, in []byte, d *Data) (any, error)
+}
 
 // Mux routes method names to handlers. Register everything before Serve.
 type Mux struct {
-	m map[string]rawHandler
+	m map[string]*handler
 }
 
 // NewMux returns an empty Mux.
-func NewMux() *Mux { return &Mux{m: map[string]rawHandler{}} }
+func NewMux() *Mux { return &Mux{m: map[string]*handler{}} }
+
+func decodeFor[Req any](method string) func([]byte) (any, error) {
+	return func(hdr []byte) (any, error) {
+		req := new(Req)
+		if err := Unmarshal(hdr, req); err != nil {
+			return nil, Errorf(syscall.EINVAL, fmt.Sprintf("%s: %v", method, err))
+		}
+		return req, nil
+	}
+}
 
 // Handle registers a call that takes and returns a message.
 func Handle[Req, Resp any](m *Mux, method string, fn func(context.Context, *Req) (*Resp, error)) {
-	m.m[method] = func(ctx context.Context, body []byte, _ *Data) (any, error) {
-		req := new(Req)
-		if _, err := splitFrame(body, req); err != nil {
-			return nil, Errorf(syscall.EINVAL, fmt.Sprintf("%s: %v", method, err))
-		}
-		return fn(ctx, req)
+	m.m[method] = &handler{
+		decode: decodeFor[Req](method),
+		run: func(ctx context.Context, req any, _ []byte, _ *Data) (any, error) {
+			return fn(ctx, req.(*Req))
+		},
 	}
 }
 
 // HandleData registers a call whose request and reply carry raw bytes
 // after the message. in is valid only during fn.
 func HandleData[Req, Resp any](m *Mux, method string, fn func(ctx context.Context, req *Req, in []byte, out *Data) (*Resp, error)) {
-	m.m[method] = func(ctx context.Context, body []byte, d *Data) (any, error) {
-		req := new(Req)
-		in, err := splitFrame(body, req)
-		if err != nil {
-			return nil, Errorf(syscall.EINVAL, fmt.Sprintf("%s: %v", method, err))
-		}
-		return fn(ctx, req, in, d)
+	m.m[method] = &handler{
+		data:   true,
+		decode: decodeFor[Req](method),
+		run: func(ctx context.Context, req any, in []byte, d *Data) (any, error) {
+			return fn(ctx, req.(*Req), in, d)
+		},
 	}
 }
+
+// Guard has method's request checked by check as soon as its message is
+// decoded: on a server that streams bodies, before the data that follows
+// is read or memory taken for it (a data server checks the capability
+// there). A refused call's body is not read; its connection is closed.
+// method must be registered, with request type Req.
+func Guard[Req any](m *Mux, method string, check func(*Req) error) {
+	m.m[method].guard = func(req any) error { return check(req.(*Req)) }
+}
+
+// Limit sets method's largest request body, in place of its class's.
+func (m *Mux) Limit(method string, n int) { m.m[method].limit = n }
 
 // Server serves a Mux over HTTP/1.1 with fasthttp.
 type Server struct {
 	mux  *Mux
+	cfg  ServerConfig
 	log  *slog.Logger
 	srv  *fasthttp.Server
+	mem  *bodyMemory
 	pool sync.Pool // *Data
 }
 
-// NewServer returns a server for mux.
-func NewServer(mux *Mux, log *slog.Logger) *Server {
-	s := &Server{mux: mux, log: log}
+// NewServer returns a server for mux, bounded by cfg (zero fields take
+// their defaults).
+func NewServer(mux *Mux, log *slog.Logger, cfg ServerConfig) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{mux: mux, cfg: cfg, log: log, mem: newBodyMemory(cfg.BodyMemory)}
 	s.srv = &fasthttp.Server{
 		Handler:               s.serve,
-		MaxRequestBodySize:    MaxBody,
+		HeaderReceived:        s.headerReceived,
+		ErrorHandler:          s.transportError,
+		Logger:                fasthttpLogger{log},
+		MaxRequestBodySize:    cfg.MaxMetaBody,
+		ReadTimeout:           cfg.ReadTimeout,
+		WriteTimeout:          cfg.WriteTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
+		MaxConnsPerIP:         cfg.MaxConnsPerPeer,
+		Concurrency:           cfg.MaxConns,
 		ReadBufferSize:        16 << 10,
 		NoDefaultServerHeader: true,
 		NoDefaultDate:         true,
@@ -106,15 +163,16 @@ func NewServer(mux *Mux, log *slog.Logger) *Server {
 		// the daemon's logger: structured, and rate-limited when repeated.
 		Logger: logging.Printf(log, slog.LevelWarn, "fasthttp"),
 	}
-	return s
+	return s, nil
 }
 
-// StreamBodies has the server read request bodies of streamMin bytes or
-// more from the connection into pooled buffers (requestBody) rather than
-// into buffers fasthttp allocates for each: for a data server, whose writes
-// carry MiBs. Not for small calls: streaming costs them a third of their
-// rate (fasthttp's stream object and prefetch on every request). Call it
-// before Serve.
+// StreamBodies has the server read request bodies from the connection
+// itself, after the call's message is decoded and its guard passed, into
+// buffers from the bounded pool (BodyMemory) rather than into buffers
+// fasthttp allocates for each: for a data server, whose writes carry MiBs.
+// Not for small calls: streaming costs them a third of their rate
+// (fasthttp's stream object and prefetch on every request). Call it before
+// Serve.
 func (s *Server) StreamBodies() { s.srv.StreamRequestBody = true }
 
 // Serve accepts connections on ln until Shutdown; it returns nil after Shutdown.
@@ -129,10 +187,70 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown stops accepting, waits for calls in flight and closes connections.
 func (s *Server) Shutdown() error { return s.srv.Shutdown() }
 
+// BodyMemory returns the bytes of request bodies held now and the most
+// ever held at once.
+func (s *Server) BodyMemory() (used, peak int64) { return s.mem.stats() }
+
+// limit returns the largest request body of h.
+func (s *Server) limit(h *handler) int {
+	switch {
+	case h == nil:
+		return s.cfg.MaxMetaBody
+	case h.limit > 0:
+		return h.limit
+	case h.data:
+		return s.cfg.MaxDataBody
+	}
+	return s.cfg.MaxMetaBody
+}
+
+// method returns the handler a request path names, or nil.
+func (s *Server) method(path []byte) (string, *handler) {
+	method, ok := strings.CutPrefix(string(path), "/rpc/")
+	if !ok {
+		return method, nil
+	}
+	return method, s.mux.m[method]
+}
+
+// headerReceived sets the body limit and read timeout of a request from
+// its method, before fasthttp reads (or, unstreamed, allocates) its body.
+func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	_, hd := s.method(h.RequestURI())
+	rc := fasthttp.RequestConfig{MaxRequestBodySize: s.limit(hd)}
+	if hd != nil && hd.data {
+		rc.ReadTimeout = s.cfg.DataReadTimeout
+	}
+	return rc
+}
+
+// transportError answers a request fasthttp refused before the handler
+// (a body over its limit, a timeout, a malformed request) with a wire
+// error, so that a client can tell the user why.
+func (s *Server) transportError(rc *fasthttp.RequestCtx, err error) {
+	errno := syscall.EINVAL
+	msg := "bad request: " + err.Error()
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		method, hd := s.method(rc.Request.Header.RequestURI())
+		errno = syscall.E2BIG
+		msg = fmt.Sprintf("%s: request body of %d bytes exceeds the limit of %d", method, rc.Request.Header.ContentLength(), s.limit(hd))
+	case isTimeout(err):
+		errno = syscall.ETIMEDOUT
+		msg = "request not received in time: " + err.Error()
+	}
+	rc.SetStatusCode(statusOf(uint32(errno)))
+	rc.Response.SetBodyRaw(appendFrame(nil, Errorf(errno, msg)))
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 func (s *Server) serve(rc *fasthttp.RequestCtx) {
-	method, ok := strings.CutPrefix(string(rc.Path()), "/rpc/")
-	h := s.mux.m[method]
-	if !ok || h == nil || !rc.IsPost() {
+	method, h := s.method(rc.Path())
+	if h == nil || !rc.IsPost() {
 		s.fail(rc, Errorf(syscall.ENOSYS, fmt.Sprintf("unknown call %q", rc.Path())))
 		return
 	}
@@ -152,17 +270,106 @@ func (s *Server) serve(rc *fasthttp.RequestCtx) {
 	}
 	defer func() { d.n = 0; s.pool.Put(d) }()
 
-	in, release, err := requestBody(rc)
-	if err != nil {
-		s.fail(rc, Errorf(syscall.EINVAL, "read the request body: "+err.Error()))
-		return
+	var req any
+	var in []byte
+	var err error
+	if stream := rc.RequestBodyStream(); stream != nil {
+		var release func()
+		req, in, release, err = s.readStreamed(ctx, rc, method, h, stream, d)
+		if err != nil {
+			rc.SetConnectionClose() // what is left of the body is not read
+			s.fail(rc, err)
+			return
+		}
+		defer release()
+	} else {
+		req, in, err = s.decodeBuffered(rc.PostBody(), h)
+		if err != nil {
+			s.fail(rc, err)
+			return
+		}
 	}
-	resp, err := h(ctx, in, d)
-	release()
+	resp, err := h.run(ctx, req, in, d)
 	if err != nil {
 		s.fail(rc, err)
 		return
 	}
+	s.reply(rc, resp, d)
+}
+
+// decodeBuffered decodes a body fasthttp read whole (within the method's
+// limit) and runs the guard.
+func (s *Server) decodeBuffered(body []byte, h *handler) (any, []byte, error) {
+	hdr, in, err := frameHeader(body)
+	if err != nil {
+		return nil, nil, Errorf(syscall.EINVAL, err.Error())
+	}
+	req, err := h.decode(hdr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if h.guard != nil {
+		if err := h.guard(req); err != nil {
+			return nil, nil, err
+		}
+	}
+	return req, in, nil
+}
+
+// readStreamed reads a streamed request: the frame header, the message,
+// the guard's verdict, and only then the data, into memory taken from the
+// bounded pool (released by the returned function).
+func (s *Server) readStreamed(ctx context.Context, rc *fasthttp.RequestCtx, method string, h *handler, stream io.Reader, d *Data) (any, []byte, func(), error) {
+	n := rc.Request.Header.ContentLength()
+	limit := s.limit(h)
+	switch {
+	case n < 0:
+		return nil, nil, nil, Errorf(syscall.EINVAL, method+": a request body needs a Content-Length")
+	case n > limit:
+		return nil, nil, nil, Errorf(syscall.E2BIG, fmt.Sprintf("%s: request body of %d bytes exceeds the limit of %d", method, n, limit))
+	}
+	br := &countingReader{r: stream}
+	hl, err := readFrameStart(br)
+	if err != nil {
+		return nil, nil, nil, Errorf(syscall.EINVAL, fmt.Sprintf("%s: %v", method, err))
+	}
+	if hl > uint64(n-br.n) || hl > MaxFraming {
+		return nil, nil, nil, Errorf(syscall.EINVAL, fmt.Sprintf("%s: %v: bad frame header length", method, ErrDecode))
+	}
+	hdr := d.scratch(int(hl))
+	if _, err := io.ReadFull(br, hdr); err != nil {
+		return nil, nil, nil, Errorf(syscall.EINVAL, fmt.Sprintf("%s: read the request: %v", method, err))
+	}
+	req, err := h.decode(hdr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if h.guard != nil {
+		if err := h.guard(req); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	rest := n - br.n
+	if rest == 0 {
+		return req, nil, func() {}, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.BodyWait)
+	err = s.mem.acquire(wctx, int64(rest))
+	cancel()
+	if err != nil {
+		return nil, nil, nil, Errorf(syscall.EAGAIN, fmt.Sprintf("%s: server busy: no memory for a %d-byte body within %v", method, rest, s.cfg.BodyWait))
+	}
+	p := getBuf(rest)
+	release := func() { putBuf(p); s.mem.release(int64(rest)) }
+	if _, err := io.ReadFull(br, *p); err != nil {
+		release()
+		return nil, nil, nil, Errorf(syscall.EINVAL, fmt.Sprintf("%s: read the request body: %v", method, err))
+	}
+	return req, *p, release, nil
+}
+
+// reply writes resp and the data the handler committed to d.
+func (s *Server) reply(rc *fasthttp.RequestCtx, resp any, d *Data) {
 	body := rc.Response.SwapBody(nil)[:0]
 	if d.n == 0 {
 		body = appendFrame(body, resp)
@@ -183,22 +390,16 @@ func (s *Server) serve(rc *fasthttp.RequestCtx) {
 	rc.Response.SwapBody(body)
 }
 
-// requestBody returns the body of rc's request and a function that
-// releases it once the handler is done with it. A large one (a data
-// write) is read into a pooled buffer, from the connection straight into
-// it after fasthttp's first few KiB.
-func requestBody(rc *fasthttp.RequestCtx) ([]byte, func(), error) {
-	n := rc.Request.Header.ContentLength()
-	stream := rc.RequestBodyStream()
-	if n < streamMin || stream == nil {
-		return rc.PostBody(), func() {}, nil
-	}
-	p := getBuf(n)
-	if _, err := io.ReadFull(stream, *p); err != nil {
-		putBuf(p)
-		return nil, nil, err
-	}
-	return *p, func() { putBuf(p) }, nil
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n += k
+	return k, err
 }
 
 func (s *Server) fail(rc *fasthttp.RequestCtx, err error) {

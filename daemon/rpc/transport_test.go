@@ -21,7 +21,10 @@ func startServerWith(t *testing.T, mux *Mux, opts ...func(*Server)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewServer(mux, slog.New(slog.DiscardHandler))
+	s, err := NewServer(mux, slog.New(slog.DiscardHandler), ServerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, o := range opts {
 		o(s)
 	}
@@ -94,7 +97,10 @@ func TestServerRestart(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	serve := func(ln net.Listener) (*Server, chan error) {
-		s := NewServer(mux, slog.New(slog.DiscardHandler))
+		s, err := NewServer(mux, slog.New(slog.DiscardHandler), ServerConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		done := make(chan error, 1)
 		go func() { done <- s.Serve(ln) }()
 		return s, done
