@@ -9,12 +9,36 @@ import (
 	"github.com/strata-hpc/strata/layout"
 )
 
-// Limits of extended attributes, as Linux's XATTR_NAME_MAX and
-// XATTR_SIZE_MAX.
+// Limits of extended attributes: a name and a value as Linux's
+// XATTR_NAME_MAX and XATTR_SIZE_MAX; per inode, as ext4 bounds them by the
+// space of its xattr block, a count and a total of names and values
+// (ENOSPC past either, as ext4 answers).
 const (
 	maxXattrName  = 255
 	maxXattrValue = 64 << 10
+	maxXattrs     = 128       // attributes of one inode
+	maxXattrBytes = 256 << 10 // names and values of one inode together
 )
+
+// xattrRoom refuses setting name to value on n when the inode would then
+// hold more attributes, or more bytes of them, than the limits.
+func xattrRoom(n *inode, name string, value []byte) error {
+	count, total := len(n.Xattrs)+1, len(name)+len(value)
+	for k, v := range n.Xattrs {
+		if k == name {
+			count--
+			continue
+		}
+		total += len(k) + len(v)
+	}
+	switch {
+	case count > maxXattrs:
+		return errf(syscall.ENOSPC, "xattr %q: inode %d already has %d extended attributes, the most one may have", name, n.Ino, maxXattrs)
+	case total > maxXattrBytes:
+		return errf(syscall.ENOSPC, "xattr %q: the extended attributes of inode %d would take %d bytes, more than %d", name, n.Ino, total, maxXattrBytes)
+	}
+	return nil
+}
 
 // checkXattr refuses attribute names outside the namespaces Strata stores
 // and values larger than the limit.
@@ -88,6 +112,9 @@ func (st *state) applySetXattr(c *xattrCmd) result {
 	}
 	_, has := n.Xattrs[c.Name]
 	if err := xattrFlags(c, has); err != nil {
+		return fail(err)
+	}
+	if err := xattrRoom(n, c.Name, c.Value); err != nil {
 		return fail(err)
 	}
 	w := st.w(c.Ino)

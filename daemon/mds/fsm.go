@@ -132,8 +132,11 @@ func (st *state) applyAny(t cmdType, p any) any {
 	return out
 }
 
-// apply dispatches a decoded command.
+// apply validates a decoded command (validation.go) and dispatches it.
 func (st *state) apply(t cmdType, p any) result {
+	if err := validateCommand(p); err != nil {
+		return fail(err)
+	}
 	switch t {
 	case cmdInit:
 		return st.applyInit(p.(*initCmd))

@@ -90,8 +90,15 @@ func handle[Req, Resp any](s *Server, m *rpc.Mux, method string, fn func(context
 }
 
 // apply runs a command through raft (with group commit, proposer.go) and
-// returns the FSM's result.
+// returns the FSM's result. A command that breaks its own limits is
+// refused here, before it costs log space (validation.go).
 func (s *Server) apply(t cmdType, payload any) (result, error) {
+	if err := validateCommand(payload); err != nil {
+		return result{}, err
+	}
+	if err := s.precheck(t, payload); err != nil {
+		return result{}, err
+	}
 	return s.prop.apply(encodeCommand(t, payload))
 }
 
