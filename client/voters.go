@@ -7,10 +7,12 @@ import (
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
 
-// AddVoter adds an MDS replica (its raft id and address) to the raft group.
-func (c *Client) AddVoter(ctx context.Context, id, raftAddr string) (*rpc.ClusterResp, error) {
+// AddVoter adds an MDS replica (its raft id and address) to the raft
+// group. The MDS refuses (EHOSTUNREACH) a replica whose raft address does
+// not answer, unless force.
+func (c *Client) AddVoter(ctx context.Context, id, raftAddr string, force bool) (*rpc.ClusterResp, error) {
 	var r rpc.ClusterResp
-	if err := c.mds(ctx, rpc.MAddVoter, &rpc.VoterReq{ID: id, RaftAddr: raftAddr}, &r); err != nil {
+	if err := c.mds(ctx, rpc.MAddVoter, &rpc.VoterReq{ID: id, RaftAddr: raftAddr, Force: force}, &r); err != nil {
 		return nil, fmt.Errorf("add mds %s: %w", id, err)
 	}
 	return &r, nil

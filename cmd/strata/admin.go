@@ -10,11 +10,16 @@ import (
 )
 
 func runAdmin(ctx context.Context, a *app, args []string) error {
-	f := newFlags("admin", "mds list | mds add ID RAFT_ADDR | mds remove ID | "+adminRepairUsage, `
+	f := newFlags("admin", "mds list | mds add ID RAFT_ADDR [--force] | mds remove ID | mds recover --dir DIR --voters LIST [--dry-run] | "+adminRepairUsage, `
 Administer the cluster. "mds list" shows the MDS replicas (raft voters),
 which one leads, and their addresses; "mds add ID RAFT_ADDR" adds a replica
-that was started with --join; "mds remove ID" removes one (the last voter
-cannot be removed).
+that was started with --join (refused if nothing answers at RAFT_ADDR,
+unless --force); "mds remove ID" removes one (the last voter cannot be
+removed). "mds recover" brings back an MDS group that lost its quorum for
+good: run it on a surviving replica's --dir while its MDS is stopped, with
+the voters that remain (--voters id=raftaddr,...), then start it again
+(docs/failures.md has the whole procedure; --dry-run prints the replica's
+last index to compare survivors).
 
 "rebuild status" shows the components the MDS is rebuilding (stale after a
 failed write, on a data server down for longer than rebuild_delay, on a
@@ -32,15 +37,25 @@ background, throttled like rebuilds, until the data servers' fills differ
 by less than its rebalance_spread ("rebuild status" lists the moves with
 reason rebalance).`)
 	mds := f.mdsFlag(a)
+	force := f.Bool("force", false, "mds add: add the voter even if its raft address does not answer")
+	dir := f.String("dir", "", "mds recover: the stopped replica's data `directory` (its --dir)")
+	voters := f.String("voters", "", "mds recover: the surviving voters, comma-separated `id=raftaddr` (as --raft-peers)")
+	dryRun := f.Bool("dry-run", false, "mds recover: only print the replica's last raft index and term")
 	rest, err := f.parse(a, args)
 	if err != nil {
 		return err
+	}
+	if len(rest) >= 2 && rest[0] == "mds" && rest[1] == "recover" {
+		if len(rest) != 2 {
+			return usageErrorf("admin", "want: mds recover --dir DIR --voters id=raftaddr,...")
+		}
+		return runMDSRecover(a, *dir, *voters, *dryRun)
 	}
 	if ok, err := runAdminRepair(ctx, a, mds(), rest); ok {
 		return err
 	}
 	if len(rest) < 2 || rest[0] != "mds" {
-		return usageErrorf("admin", "want: mds list | mds add ID RAFT_ADDR | mds remove ID | %s", adminRepairUsage)
+		return usageErrorf("admin", "want: mds list | mds add ID RAFT_ADDR | mds remove ID | mds recover | %s", adminRepairUsage)
 	}
 	return withClient(ctx, mds(), func(c *client.Client) error {
 		var r *rpc.ClusterResp
@@ -49,7 +64,7 @@ reason rebalance).`)
 		case verb == "list" && len(rest) == 2:
 			r, err = c.Cluster(ctx)
 		case verb == "add" && len(rest) == 4:
-			r, err = c.AddVoter(ctx, rest[2], rest[3])
+			r, err = c.AddVoter(ctx, rest[2], rest[3], *force)
 		case verb == "remove" && len(rest) == 3:
 			r, err = c.RemoveVoter(ctx, rest[2])
 		default:

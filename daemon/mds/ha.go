@@ -3,6 +3,7 @@ package mds
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"syscall"
 	"time"
@@ -173,6 +174,14 @@ func (s *Server) addVoter(_ context.Context, r *rpc.VoterReq) (*rpc.ClusterResp,
 	if r.ID == "" || r.RaftAddr == "" {
 		return nil, errf(syscall.EINVAL, "add voter: an id and a raft address are required")
 	}
+	if !r.Force {
+		// A voter that cannot be reached would count toward the quorum
+		// at once: with two voters, one down, the group could never
+		// commit again.
+		if err := probeRaft(r.RaftAddr); err != nil {
+			return nil, errf(syscall.EHOSTUNREACH, "add voter %s: nothing answers at raft address %s (%v); start it with --join first, or force", r.ID, r.RaftAddr, err)
+		}
+	}
 	if err := s.node.raft.AddVoter(raft.ServerID(r.ID), raft.ServerAddress(r.RaftAddr), 0, 30*time.Second).Error(); err != nil {
 		return nil, errf(syscall.EIO, "add voter %s at %s: %v", r.ID, r.RaftAddr, err)
 	}
@@ -203,4 +212,16 @@ func (s *Server) removeVoter(_ context.Context, r *rpc.VoterReq) (*rpc.ClusterRe
 	}
 	s.log.Info("mds_voter_removed", "voter", r.ID)
 	return s.Cluster(context.Background())
+}
+
+// probeTimeout bounds the check that a new voter answers.
+const probeTimeout = 5 * time.Second
+
+// probeRaft checks that something accepts connections at a raft address.
+func probeRaft(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, probeTimeout)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }

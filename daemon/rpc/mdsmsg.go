@@ -338,6 +338,7 @@ type MDSInfo struct {
 type VoterReq struct {
 	ID       string
 	RaftAddr string
+	Force    bool // add even if RaftAddr does not answer; appended later
 }
 
 // Empty is the request or response of calls that carry nothing.
