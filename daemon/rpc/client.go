@@ -140,17 +140,31 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 		}
 		return n, nil
 	}
-	rb := hresp.Body()
-	if code := hresp.StatusCode(); code < 200 || code > 299 {
+	n, err := decodeReply(hresp.StatusCode(), hresp.Body(), resp, out)
+	if err != nil {
+		var re *Error
+		if !errors.As(err, &re) {
+			return 0, fmt.Errorf("%s %s: %w", addr, method, err)
+		}
+	}
+	return n, err
+}
+
+// decodeReply decodes a reply held whole: a 2xx status's frame into resp,
+// its data copied into the pieces of out (it returns how many bytes); any
+// other status's into the *Error it returns, or an ErrUnavailable error if
+// the body is not a wire error.
+func decodeReply(code int, rb []byte, resp any, out [][]byte) (int, error) {
+	if code < 200 || code > 299 {
 		re := &Error{}
 		if _, err := splitFrame(rb, re); err != nil {
-			return 0, fmt.Errorf("%w: %s %s: status %d", ErrUnavailable, addr, method, code)
+			return 0, fmt.Errorf("%w: status %d", ErrUnavailable, code)
 		}
 		return 0, re
 	}
 	rest, err := splitFrame(rb, resp)
 	if err != nil {
-		return 0, fmt.Errorf("%s %s: reply: %w", addr, method, err)
+		return 0, fmt.Errorf("reply: %w", err)
 	}
 	n := 0
 	for _, o := range out {

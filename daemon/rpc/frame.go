@@ -92,3 +92,7 @@ func statusOf(errno uint32) int {
 	}
 	return http.StatusInternalServerError
 }
+
+// Frame returns the request or reply frame of msg: version, length, the
+// encoded message (data, if any, follows it).
+func Frame(msg any) []byte { return appendFrame(nil, msg) }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -410,3 +411,35 @@ func (s *Server) fail(rc *fasthttp.RequestCtx, err error) {
 	rc.SetStatusCode(statusOf(re.Errno))
 	rc.Response.SetBodyRaw(appendFrame(nil, re))
 }
+
+// Dispatch serves one request held in memory as if it had arrived on a
+// connection (within the method's body limit) and returns the reply's
+// status and body: for fuzzing the handlers behind the router without a
+// network.
+func (s *Server) Dispatch(method string, body []byte) (int, []byte) {
+	var req fasthttp.Request
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.SetRequestURI("/rpc/" + method)
+	req.SetBody(body)
+	var rc fasthttp.RequestCtx
+	rc.Init(&req, nil, fasthttpLogger{s.log})
+	if _, h := s.method(rc.Path()); len(body) > s.limit(h) {
+		s.transportError(&rc, fasthttp.ErrBodyTooLarge)
+	} else {
+		s.serve(&rc)
+	}
+	return rc.Response.StatusCode(), append([]byte(nil), rc.Response.Body()...)
+}
+
+// Methods returns the names of the registered methods, sorted.
+func (m *Mux) Methods() []string {
+	out := make([]string, 0, len(m.m))
+	for k := range m.m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Methods returns the names of the methods the server serves, sorted.
+func (s *Server) Methods() []string { return s.mux.Methods() }
