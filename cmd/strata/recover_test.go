@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,16 +43,17 @@ func TestMDSRecover(t *testing.T) {
 	for i := range 20 {
 		name := fmt.Sprintf("/keep/f%02d", i)
 		data := bytes.Repeat([]byte{byte(i + 1)}, 1000+i*3000)
-		f, err := c.OpenFile(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.WriteAt(data, 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
+		// Acknowledged means written and closed without an error; a
+		// write caught in an election (this machine may be slow) is
+		// written again.
+		pollUntil(t, "writing "+name, func() bool {
+			f, err := c.OpenFile(ctx, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+			if err != nil {
+				return false
+			}
+			_, err = f.WriteAt(data, 0)
+			return errors.Join(err, f.Close()) == nil
+		})
 		want[name] = data
 	}
 

@@ -58,9 +58,6 @@ func TestRefusedCommandsCostNoLog(t *testing.T) {
 	}{
 		{"symlink target with NUL", rpc.MSymlink, &rpc.SymlinkReq{Parent: dir, Name: "n", Target: "a\x00b"}, syscall.EINVAL},
 		{"empty symlink target", rpc.MSymlink, &rpc.SymlinkReq{Parent: dir, Name: "e"}, syscall.ENOENT},
-		{"mkdir mode bits", rpc.MMkdir, &rpc.MkdirReq{Parent: dir, Name: "m", Mode: 1<<16 | 0o755}, syscall.EINVAL},
-		{"create mode bits", rpc.MCreate, &rpc.CreateReq{Parent: dir, Name: "c", Mode: 1<<20 | 0o644}, syscall.EINVAL},
-		{"chmod mode bits", rpc.MSetattr, &rpc.SetattrReq{Ino: file.Attr.Ino, Valid: rpc.SetMode, Mode: 1 << 17}, syscall.EINVAL},
 		{"setattr unknown bits", rpc.MSetattr, &rpc.SetattrReq{Ino: file.Attr.Ino, Valid: 1 << 20}, syscall.EINVAL},
 		{"rename flags", rpc.MRename, &rpc.RenameReq{OldParent: dir, OldName: "f", NewParent: dir, NewName: "g", Flags: 3}, syscall.EINVAL},
 		{"xattr value", rpc.MSetXattr, &rpc.XattrReq{Ino: file.Attr.Ino, Name: "user.big", Value: make([]byte, 900_000)}, syscall.E2BIG},
