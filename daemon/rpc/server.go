@@ -148,7 +148,6 @@ func NewServer(mux *Mux, log *slog.Logger, cfg ServerConfig) (*Server, error) {
 		Handler:               s.serve,
 		HeaderReceived:        s.headerReceived,
 		ErrorHandler:          s.transportError,
-		Logger:                fasthttpLogger{log},
 		MaxRequestBodySize:    cfg.MaxMetaBody,
 		ReadTimeout:           cfg.ReadTimeout,
 		WriteTimeout:          cfg.WriteTimeout,
@@ -422,7 +421,7 @@ func (s *Server) Dispatch(method string, body []byte) (int, []byte) {
 	req.SetRequestURI("/rpc/" + method)
 	req.SetBody(body)
 	var rc fasthttp.RequestCtx
-	rc.Init(&req, nil, fasthttpLogger{s.log})
+	rc.Init(&req, nil, s.srv.Logger)
 	if _, h := s.method(rc.Path()); len(body) > s.limit(h) {
 		s.transportError(&rc, fasthttp.ErrBodyTooLarge)
 	} else {
