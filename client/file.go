@@ -27,6 +27,8 @@ type File struct {
 	name string
 	flag int
 	ino  uint64
+	// created: this handle's open made the file (rpc.LayoutGetReq.Created)
+	created bool
 
 	mu     sync.Mutex   // guards the fields below
 	view   *view        // layout and token; replaced on refresh
@@ -68,6 +70,7 @@ func (c *Client) OpenFile(ctx context.Context, name string, flag int, perm uint3
 func (c *Client) OpenFileLayout(ctx context.Context, name string, flag int, perm uint32, spec string) (*File, error) {
 	name = clean(name)
 	var ino uint64
+	created := false
 	if flag&os.O_CREATE != 0 {
 		p, base, err := c.parent(ctx, name)
 		if err != nil {
@@ -78,7 +81,7 @@ func (c *Client) OpenFileLayout(ctx context.Context, name string, flag int, perm
 		if err := c.mds(ctx, rpc.MCreate, &req, &r); err != nil {
 			return nil, pathErr("open", name, err)
 		}
-		ino = r.Attr.Ino
+		ino, created = r.Attr.Ino, r.Created
 	} else {
 		a, err := c.walk(ctx, name, true)
 		if err != nil {
@@ -89,15 +92,17 @@ func (c *Client) OpenFileLayout(ctx context.Context, name string, flag int, perm
 		}
 		ino = a.Ino
 	}
-	f, _, err := c.open(ctx, name, ino, flag)
+	f, _, err := c.open(ctx, name, ino, flag, created)
 	return f, err
 }
 
 // open makes the handle of inode ino, the one constructor of File: a
 // LAYOUTGET (fresh layout, capability and attributes: close-to-open), then
 // O_TRUNC. It returns the attributes the file was opened with.
-func (c *Client) open(ctx context.Context, name string, ino uint64, flag int) (*File, *rpc.Attr, error) {
-	f := &File{c: c, ctx: ctx, name: name, flag: flag &^ (os.O_CREATE | os.O_EXCL), ino: ino, dirty: map[int]bool{}}
+// created says this client just made the file (its owner may write it
+// whatever the mode, as open(2) with O_CREAT).
+func (c *Client) open(ctx context.Context, name string, ino uint64, flag int, created bool) (*File, *rpc.Attr, error) {
+	f := &File{c: c, ctx: ctx, name: name, flag: flag &^ (os.O_CREATE | os.O_EXCL), ino: ino, dirty: map[int]bool{}, created: created}
 	a, err := f.refreshAttr(ctx)
 	if err != nil {
 		return nil, nil, pathErr("open", name, err)

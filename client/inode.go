@@ -203,7 +203,7 @@ func (c *Client) RemoveXattrIno(ctx context.Context, ino uint64, attr string) er
 // it truncates the file. The File does its I/O with ctx, so ctx must live
 // as long as the File.
 func (c *Client) OpenIno(ctx context.Context, ino uint64, flag int) (*File, *rpc.Attr, error) {
-	return c.open(ctx, fmt.Sprintf("inode %d", ino), ino, flag)
+	return c.open(ctx, fmt.Sprintf("inode %d", ino), ino, flag, false)
 }
 
 // refreshAttr is refresh returning the attributes the MDS sent with the
@@ -213,7 +213,8 @@ func (f *File) refreshAttr(ctx context.Context) (*rpc.Attr, error) {
 	f.mu.Lock()
 	again := f.view != nil // a refresh, not an open: returned once, at Close
 	f.mu.Unlock()
-	if err := f.c.mds(ctx, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: f.ino, Write: f.writable(), Refresh: again}, &r); err != nil {
+	req := rpc.LayoutGetReq{Ino: f.ino, Write: f.writable(), Refresh: again, Created: f.created && !again}
+	if err := f.c.mds(ctx, rpc.MLayoutGet, &req, &r); err != nil {
 		return nil, err
 	}
 	v, err := newView(&r)

@@ -461,11 +461,9 @@ func (s *Server) statFS(_ context.Context, _ *rpc.Empty) (*rpc.StatFSResp, error
 }
 
 func (s *Server) layoutGet(ctx context.Context, r *rpc.LayoutGetReq) (*rpc.LayoutGetResp, error) {
-	if !r.Refresh {
-		c := s.caller(ctx)
-		if err := s.check(func(st *state) error { return st.mayOpen(&c, r.Ino, r.Write) }); err != nil {
-			return nil, err
-		}
+	c := s.caller(ctx)
+	if err := s.check(func(st *state) error { return st.mayOpen(&c, r.Ino, r.Write, r.Refresh || r.Created) }); err != nil {
+		return nil, err
 	}
 	return s.layoutFor(ctx, r.Ino, r.Write, !r.Refresh)
 }

@@ -190,10 +190,12 @@ func (st *state) mayXattr(c *posix.Cred, ino uint64, name string, write bool) er
 	return wrapDenied(posix.Xattr(c, perm(n), name, write), "xattr %q of inode %d", name, ino)
 }
 
-// mayOpen checks a LAYOUTGET: an open for reading, or for writing.
-func (st *state) mayOpen(c *posix.Cred, ino uint64, write bool) error {
+// mayOpen checks a LAYOUTGET: an open for reading, or for writing. held
+// says the caller holds the file open already or just created it: its
+// owner is then not held to the mode bits (rpc.LayoutGetReq).
+func (st *state) mayOpen(c *posix.Cred, ino uint64, write, held bool) error {
 	n, err := st.node(ino)
-	if err != nil {
+	if err != nil || held && c.Uid == n.Uid {
 		return nil
 	}
 	return wrapDenied(posix.Open(c, perm(n), !write, write), "open inode %d", ino)

@@ -41,6 +41,8 @@ func TestRefusedCostsNoLogSpace(t *testing.T) {
 		{"truncate", rpc.MSetattr, &rpc.SetattrReq{Ino: f.Attr.Ino, Valid: rpc.SetSize}, syscall.EACCES},
 		{"setxattr", rpc.MSetXattr, &rpc.XattrReq{Ino: f.Attr.Ino, Name: "user.a", Value: []byte("v")}, syscall.EACCES},
 		{"open for writing", rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: f.Attr.Ino, Write: true}, syscall.EACCES},
+		{"open for writing claiming a refresh", rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: f.Attr.Ino, Write: true, Refresh: true}, syscall.EACCES},
+		{"open for writing claiming a create", rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: f.Attr.Ino, Write: true, Created: true}, syscall.EACCES},
 	}
 	for _, r := range refused {
 		if _, err := callAs[rpc.Empty](m, bob, r.method, r.req); !errors.Is(err, r.want) {

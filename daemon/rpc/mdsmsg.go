@@ -257,10 +257,17 @@ type Layout struct {
 // with Write for reading and writing. Refresh says the caller holds the
 // layout already (a new capability for an open file): the MDS does not
 // count it as another writer to be returned.
+//
+// Created says the caller just created the file (an open with O_CREAT
+// that made it): its owner may then write it whatever its mode says, as
+// open(2) returns a writable descriptor for a file it creates read-only.
+// The owner may open a file it holds (Refresh) the same way; anyone else
+// is checked against the mode at every call.
 type LayoutGetReq struct {
 	Ino     uint64
 	Write   bool
 	Refresh bool // appended later: an older client sends false
+	Created bool // appended later: an older client sends false
 }
 
 // LayoutGetResp answers LayoutGet with fresh attributes (close-to-open).

@@ -88,4 +88,4 @@ func prefix(dir string, names []string) []string {
 // watched are the entries whose mode, owner and group after the operations
 // must also be the kernel's: what create, mkdir, chmod, chown, chgrp and
 // write leave (setgid directories, bits cleared).
-var watched = []string{"d/new_file", "d/new_dir", "d/f_chmod", "d/f_chown", "d/f_chgrp", "d/f_write"}
+var watched = []string{"d/new_file", "d/new_readonly", "d/new_dir", "d/f_chmod", "d/f_chown", "d/f_chgrp", "d/f_write"}

@@ -87,6 +87,7 @@ type backend interface {
 	readdir(p string) error
 	open(p string, flag int, mode uint32) error
 	write(p string) error
+	createWrite(p string, mode uint32) error
 	mkdir(p string, mode uint32) error
 	symlink(target, p string) error
 	link(old, p string) error
@@ -114,6 +115,9 @@ var ops = []struct {
 	{"write", func(b backend, d string, _ Args) error { return b.write(d + "/d/f_write") }},
 	{"create", func(b backend, d string, _ Args) error {
 		return b.open(d+"/d/new_file", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o2775)
+	}},
+	{"create-readonly-and-write", func(b backend, d string, _ Args) error {
+		return b.createWrite(d+"/d/new_readonly", 0o444)
 	}},
 	{"create-existing", func(b backend, d string, _ Args) error {
 		return b.open(d+"/d/f_creat", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -178,6 +182,20 @@ func (osBackend) write(p string) error {
 	return err
 }
 
+// createWrite creates p with mode and writes through the descriptor the
+// create returned (writable even when mode is not).
+func (osBackend) createWrite(p string, mode uint32) error {
+	fd, err := syscall.Open(p, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, mode)
+	if err != nil {
+		return err
+	}
+	_, err = syscall.Write(fd, []byte("written\n"))
+	if cerr := syscall.Close(fd); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 func (osBackend) mkdir(p string, mode uint32) error { return syscall.Mkdir(p, mode) }
 func (osBackend) symlink(target, p string) error    { return syscall.Symlink(target, p) }
 func (osBackend) link(old, p string) error          { return syscall.Link(old, p) }
@@ -230,6 +248,18 @@ func (l libBackend) open(p string, flag int, mode uint32) error {
 
 func (l libBackend) write(p string) error {
 	f, err := l.c.OpenFile(ctx(), p, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write([]byte("written\n"))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (l libBackend) createWrite(p string, mode uint32) error {
+	f, err := l.c.OpenFile(ctx(), p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}
