@@ -182,6 +182,11 @@ cd $STRATA_TIER_DIR && sha256sum --quiet -c `+outDir(e)+`/stage.sums && echo CHE
 `), 0o755)
 	start := time.Now()
 	id := submit(t, e, "-N4", "--uid="+nobody, "--gid="+nobody, "--storage-tier=capacity=3G,stage-in=strata:/ds:/in", script)
+	// 4 GiB through the tiers' and the global data servers (the source
+	// and the read-back): more than a minute on a loaded 2-core machine.
+	if _, err := e.WaitFor(id, 4*time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	out := waitJob(t, e, id, "COMPLETED")
 	if !strings.Contains(out, "CHECKSUMS-OK") {
 		t.Errorf("job output:\n%s", out)

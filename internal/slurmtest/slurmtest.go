@@ -286,14 +286,19 @@ type Job struct {
 // Wait waits up to a minute until the job has left the queue (its epilogs
 // have run on every node) and returns its record.
 func (c *Cluster) Wait(id uint32) (Job, error) {
-	deadline := time.Now().Add(time.Minute)
+	return c.WaitFor(id, time.Minute)
+}
+
+// WaitFor is Wait with another bound, for jobs that move a lot of data.
+func (c *Cluster) WaitFor(id uint32, d time.Duration) (Job, error) {
+	deadline := time.Now().Add(d)
 	for {
 		out, err := c.Run("squeue", "-h", "-j", strconv.FormatUint(uint64(id), 10), "-o", "%T")
 		if err == nil && strings.TrimSpace(out) == "" {
 			break
 		}
 		if time.Now().After(deadline) {
-			return Job{}, fmt.Errorf("job %d still in the queue after a minute (state %q, err %v)", id, strings.TrimSpace(out), err)
+			return Job{}, fmt.Errorf("job %d still in the queue after %v (state %q, err %v)", id, d, strings.TrimSpace(out), err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
