@@ -22,6 +22,7 @@ type fileIO struct {
 	c     *Client
 	v     *view
 	ino   uint64
+	size  int64       // the file's size as the handle knew it at the call
 	fault func(Fault) // nil: faults are not reported
 	file  *File       // where LAYOUTERROR answers go (layouterror.go)
 	fails failures
@@ -57,9 +58,9 @@ func (f *File) SetFaultHandler(fn func(Fault)) {
 // io returns the driver call state for view v.
 func (f *File) io(v *view) *fileIO {
 	f.mu.Lock()
-	fn := f.fault
+	fn, size := f.fault, f.size
 	f.mu.Unlock()
-	return &fileIO{c: f.c, v: v, ino: f.ino, fault: fn, file: f}
+	return &fileIO{c: f.c, v: v, ino: f.ino, size: size, fault: fn, file: f}
 }
 
 // report passes a component fault to the handler, if there is one, and
@@ -112,6 +113,7 @@ func (o *fileIO) write(ctx context.Context, p []byte, off int64) ([]int, error) 
 
 // truncate sets the file's size on the data servers.
 func (o *fileIO) truncate(ctx context.Context, size int64) error {
+	o.size = size // the components' shares once cut or extended
 	var err error
 	switch o.v.lay.Scheme.Kind {
 	case layout.KindMirror:
@@ -124,7 +126,13 @@ func (o *fileIO) truncate(ctx context.Context, size int64) error {
 	return o.settle(ctx, err)
 }
 
-// sync commits the given components (fsync on their data servers).
-func (o *fileIO) sync(ctx context.Context, comps map[int]bool) error {
-	return o.settle(ctx, o.commit(ctx, comps))
+// sync commits the given components (fsync on their data servers) and
+// makes every component hold its share of a file of size end (missing.go).
+func (o *fileIO) sync(ctx context.Context, comps map[int]bool, end int64) error {
+	var sizes sizeLog
+	err := o.commit(ctx, comps, &sizes)
+	if err == nil && end > 0 {
+		err = o.grow(ctx, end, sizes.m)
+	}
+	return o.settle(ctx, err)
 }

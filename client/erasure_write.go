@@ -213,7 +213,7 @@ func (o *fileIO) truncateRS(ctx context.Context, size int64) error {
 	for j := 0; j < m; j++ {
 		parity[k+j] = true
 	}
-	return o.commit(ctx, parity)
+	return o.commit(ctx, parity, &sizeLog{})
 }
 
 // reencode recomputes and writes the parity of window sp of one row from

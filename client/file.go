@@ -339,7 +339,7 @@ func (f *File) Sync() error {
 	if len(dirty) == 0 && end == 0 {
 		return nil
 	}
-	err := f.withView(func(v *view) error { return f.io(v).sync(f.ctx, dirty) })
+	err := f.withView(func(v *view) error { return f.io(v).sync(f.ctx, dirty, end) })
 	if err == nil {
 		var r rpc.AttrResp
 		v, _ := f.current()

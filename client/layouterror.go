@@ -102,7 +102,11 @@ func (o *fileIO) noteRead(comp int, err error) {
 	if o.fails.reads == nil {
 		o.fails.reads = map[int]rpc.ComponentError{}
 	}
-	o.fails.reads[comp] = rpc.ComponentError{Comp: uint32(comp), DS: o.v.lay.Targets[comp], Op: "read", Errno: uint32(syscall.EIO)}
+	errno := syscall.EIO
+	if isShort(err) {
+		errno = errnoShort
+	}
+	o.fails.reads[comp] = rpc.ComponentError{Comp: uint32(comp), DS: o.v.lay.Targets[comp], Op: "read", Errno: uint32(errno)}
 }
 
 // settle ends a driver call that returned err: if components failed, it

@@ -111,7 +111,9 @@ func TestOrphanNotResurrected(t *testing.T) {
 		if err := rc.Call(ctx, addr, rpc.DTruncate, &req, &rpc.DSResp{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rc.CallData(ctx, addr, rpc.DWrite, &req, []byte("x"), &rpc.DSResp{}, nil); err != nil {
+		w := req
+		w.Sums = rpc.AppendSums(nil, 0, []byte("x"))
+		if _, err := rc.CallData(ctx, addr, rpc.DWrite, &w, []byte("x"), &rpc.DSResp{}, nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := rc.Call(ctx, addr, rpc.DTruncate, &req, &rpc.DSResp{}); err != nil { // empty again: the MDS sees size 0

@@ -103,8 +103,9 @@ func (v *view) req(ino uint64, comp int) rpc.DSReq {
 }
 
 // readComp reads len(pieces) bytes at colOff of component comp into
-// pieces; where the component is shorter (a hole or the file's tail) the
-// pieces are zero-filled.
+// pieces; where the component is shorter past its share of the file's
+// size (the file's tail) the pieces are zero-filled, and a component
+// shorter than its share fails with a *shortError (missing.go).
 func (o *fileIO) readComp(ctx context.Context, comp int, colOff int64, n int64, pieces [][]byte) error {
 	if o.v.stale[comp] {
 		return fmt.Errorf("read component %d on %s: %w", comp, o.v.lay.Targets[comp], errStale)
@@ -114,6 +115,12 @@ func (o *fileIO) readComp(ctx context.Context, comp int, colOff int64, n int64, 
 	var r rpc.DSResp
 	got, err := o.c.rpc.CallVec(ctx, o.v.addrs[comp], rpc.DRead, &req, nil, &r, pieces)
 	if err != nil {
+		return fmt.Errorf("read component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
+	}
+	if err := checkReply(uint64(colOff), r.Sums, pieces, got); err != nil {
+		return fmt.Errorf("read component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
+	}
+	if err := o.checkShort(ctx, comp, colOff, n, got); err != nil {
 		return fmt.Errorf("read component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
 	}
 	for _, pc := range pieces {
@@ -136,6 +143,7 @@ func (o *fileIO) writeComp(ctx context.Context, comp int, colOff int64, pieces [
 	}
 	req := o.v.req(o.ino, comp)
 	req.Off = uint64(colOff)
+	req.Sums = rpc.AppendSums(nil, req.Off, pieces...)
 	var r rpc.DSResp
 	if _, err := o.c.rpc.CallVec(ctx, o.v.addrs[comp], rpc.DWrite, &req, pieces, &r, nil); err != nil {
 		err = fmt.Errorf("write component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
@@ -224,7 +232,7 @@ func (o *fileIO) truncateStriped(ctx context.Context, size int64) error {
 
 // commit makes the given components durable (fsync on each data server).
 // It serves every scheme.
-func (o *fileIO) commit(ctx context.Context, comps map[int]bool) error {
+func (o *fileIO) commit(ctx context.Context, comps map[int]bool, sizes *sizeLog) error {
 	list := make([]int, 0, len(comps))
 	for comp := range comps {
 		list = append(list, comp)
@@ -235,7 +243,8 @@ func (o *fileIO) commit(ctx context.Context, comps map[int]bool) error {
 			return nil
 		}
 		req := o.v.req(o.ino, comp)
-		if err := o.c.rpc.Call(ctx, o.v.addrs[comp], rpc.DCommit, &req, &rpc.DSResp{}); err != nil {
+		var r rpc.DSResp
+		if err := o.c.rpc.Call(ctx, o.v.addrs[comp], rpc.DCommit, &req, &r); err != nil {
 			err = fmt.Errorf("commit component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
 			if o.absorb(comp, "commit", 0, 0, err) {
 				return nil
@@ -243,6 +252,7 @@ func (o *fileIO) commit(ctx context.Context, comps map[int]bool) error {
 			o.report(comp, "commit", err)
 			return err
 		}
+		sizes.put(comp, r.Size)
 		return nil
 	})
 }

@@ -114,6 +114,23 @@ func (l Layout) ParitySize(size int64) int64 {
 	return (size + row - 1) / row * l.Unit
 }
 
+// ComponentSize is how many bytes component comp (an index into Targets)
+// holds at least for a file of the given size: its data column's share,
+// or for a parity component of rs:K+M, ParitySize. A component may hold
+// more (a writer's bytes not yet committed), never less: readers take a
+// shorter one for lost bytes, not for a hole.
+func (l Layout) ComponentSize(size int64, comp int) int64 {
+	switch l.Scheme.Kind {
+	case KindRS:
+		if comp >= l.Width {
+			return l.ParitySize(size)
+		}
+	case KindMirror:
+		comp %= l.Width
+	}
+	return l.ColumnSize(size, comp)
+}
+
 // ColumnSize is how many bytes of a file of the given size data column col
 // holds.
 func (l Layout) ColumnSize(size int64, col int) int64 {

@@ -36,12 +36,15 @@ func (c checksummer) sum(lead int, p []byte) uint32 {
 
 // verify reports whether the block whose bytes up to the end of the
 // component are p matches the stored CRC. A stored 0 over zeros is a hole
-// (a block never written) and matches too.
-func (c checksummer) verify(p []byte, stored uint32) bool {
-	if c.sum(0, p) == stored {
-		return true
+// (a block never written) and matches too. It also returns the plain
+// CRC32C of p, the end-to-end checksum of p (rpc.SumBlock), computed on
+// the way.
+func (c checksummer) verify(p []byte, stored uint32) (plain uint32, ok bool) {
+	plain = crc32.Update(0, castagnoli, p)
+	if crc32.Update(plain, castagnoli, c.zero[:c.bs-len(p)]) == stored {
+		return plain, true
 	}
-	return stored == 0 && c.isZero(p)
+	return plain, stored == 0 && c.isZero(p)
 }
 
 func (c checksummer) isZero(p []byte) bool {

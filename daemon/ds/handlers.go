@@ -26,6 +26,7 @@ func (s *Server) register(mux *rpc.Mux) {
 	rpc.HandleData(mux, rpc.DRead, s.handleRead)
 	rpc.Handle(mux, rpc.DCommit, s.handleCommit)
 	rpc.Handle(mux, rpc.DTruncate, s.handleTruncate)
+	rpc.Handle(mux, rpc.DGrow, s.handleGrow)
 	rpc.Handle(mux, rpc.DRemove, s.handleRemove)
 	rpc.Handle(mux, rpc.DStat, s.handleStat)
 	rpc.Handle(mux, rpc.DInfo, s.handleInfo)
@@ -67,7 +68,7 @@ func (s *Server) handleWrite(_ context.Context, req *rpc.DSReq, in []byte, _ *rp
 	if len(in) > rpc.MaxData {
 		return nil, wireError(fmt.Errorf("%w: write of %d bytes exceeds %d", ErrRange, len(in), rpc.MaxData))
 	}
-	size, err := s.store.write(req.ID, req.Off, in)
+	size, err := s.store.write(req.ID, req.Off, in, req.Sums)
 	if err != nil {
 		return nil, wireError(err)
 	}
@@ -84,12 +85,13 @@ func (s *Server) handleRead(_ context.Context, req *rpc.DSReq, _ []byte, out *rp
 	if req.Len > rpc.MaxData {
 		return nil, wireError(fmt.Errorf("%w: read of %d bytes exceeds %d", ErrRange, req.Len, rpc.MaxData))
 	}
-	n, size, err := s.store.read(req.ID, req.Off, req.Len, out)
+	var sums []byte
+	n, size, err := s.store.read(req.ID, req.Off, req.Len, out, &sums)
 	if err != nil {
 		return nil, wireError(err)
 	}
 	out.Commit(n)
-	return &rpc.DSResp{Size: size}, nil
+	return &rpc.DSResp{Size: size, Sums: sums}, nil
 }
 
 func (s *Server) handleCommit(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
@@ -112,6 +114,23 @@ func (s *Server) handleTruncate(_ context.Context, req *rpc.DSReq) (*rpc.DSResp,
 	}
 	defer s.end(start)
 	size, err := s.store.truncate(req.ID, req.Size)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	return &rpc.DSResp{Size: size}, nil
+}
+
+// handleGrow extends a component to req.Size if it is shorter (with a
+// hole), durably: a writer publishing a file size makes every component
+// hold at least its share of it, so that a shorter component is a loss,
+// never a hole (layout.ComponentSize).
+func (s *Server) handleGrow(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
+	start, err := s.begin(req, capability.OpWrite)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end(start)
+	size, err := s.store.grow(req.ID, req.Size)
 	if err != nil {
 		return nil, wireError(err)
 	}
@@ -174,7 +193,7 @@ func wireError(err error) error {
 
 func wireErrno(err error) syscall.Errno {
 	switch {
-	case errors.Is(err, ErrChecksum):
+	case errors.Is(err, ErrChecksum), errors.Is(err, rpc.ErrSum):
 		return syscall.EIO
 	case errors.Is(err, ErrNoSpace):
 		return syscall.ENOSPC

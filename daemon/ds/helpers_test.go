@@ -92,7 +92,8 @@ func (h *harness) admin() capability.Token { return h.token(0, 0, capability.OpA
 
 func (h *harness) writeTok(tok capability.Token, id rpc.ComponentID, off uint64, p []byte) (uint64, error) {
 	var resp rpc.DSResp
-	_, err := h.c.CallData(context.Background(), h.s.Addr(), rpc.DWrite, &rpc.DSReq{Cap: tok, ID: id, Off: off}, p, &resp, nil)
+	req := rpc.DSReq{Cap: tok, ID: id, Off: off, Sums: rpc.AppendSums(nil, off, p)}
+	_, err := h.c.CallData(context.Background(), h.s.Addr(), rpc.DWrite, &req, p, &resp, nil)
 	return resp.Size, err
 }
 
@@ -107,10 +108,15 @@ func (h *harness) mustWrite(id rpc.ComponentID, off uint64, p []byte) {
 	}
 }
 
-// readInto reads into out and returns how many bytes came back.
+// readInto reads into out and returns how many bytes came back, which
+// must match the checksums that came with them.
 func (h *harness) readInto(tok capability.Token, id rpc.ComponentID, off uint64, out []byte) (int, error) {
 	var resp rpc.DSResp
-	return h.c.CallData(context.Background(), h.s.Addr(), rpc.DRead, &rpc.DSReq{Cap: tok, ID: id, Off: off, Len: uint64(len(out))}, nil, &resp, out)
+	n, err := h.c.CallData(context.Background(), h.s.Addr(), rpc.DRead, &rpc.DSReq{Cap: tok, ID: id, Off: off, Len: uint64(len(out))}, nil, &resp, out)
+	if err == nil {
+		err = rpc.CheckSums(off, resp.Sums, out[:n])
+	}
+	return n, err
 }
 
 func (h *harness) read(id rpc.ComponentID, off, n uint64) ([]byte, error) {

@@ -358,7 +358,7 @@ func (st *store) scrub(ctx context.Context, id rpc.ComponentID, bucket *qos.Buck
 		for b := b0; b <= b1 && b<<st.shift < end; b++ {
 			lo := (b - b0) << st.shift
 			hi := min(lo+st.bs, end-b0<<st.shift)
-			if !st.sum.verify(buf[lo:hi], getSum(sums, int(b-b0))) {
+			if _, ok := st.sum.verify(buf[lo:hi], getSum(sums, int(b-b0))); !ok {
 				bad = append(bad, b)
 			}
 		}

@@ -1,8 +1,10 @@
 package ds
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -253,12 +255,25 @@ func (e *entry) grow(end uint64) uint64 {
 }
 
 // write stores p at off in component id, creating it, and returns the
-// component's size after. Bytes are written with one pwrite straight from
-// p and their CRCs with a second one.
-func (st *store) write(id rpc.ComponentID, off uint64, p []byte) (uint64, error) {
+// component's size after. wire holds p's end-to-end checksums
+// (rpc.SumBlock); nothing is stored unless p matches them. Bytes are
+// written with one pwrite straight from p and their CRCs with a second
+// one. Where the block size is rpc.SumBlock, a whole block's CRC is its
+// wire checksum: each block is summed once.
+func (st *store) write(id rpc.ComponentID, off uint64, p, wire []byte) (uint64, error) {
 	n := uint64(len(p))
 	if off > maxOffset || n > maxOffset-off {
 		return 0, fmt.Errorf("%w: write of %d bytes at %d", ErrRange, n, off)
+	}
+	if want := rpc.SumCount(off, len(p)) * rpc.SumSize; len(wire) != want {
+		return 0, fmt.Errorf("write %s: %w: %d bytes of checksums for %d bytes at %d, want %d",
+			componentName(id), rpc.ErrSum, len(wire), n, off, want)
+	}
+	fast := st.bs == rpc.SumBlock
+	if !fast {
+		if err := rpc.CheckSums(off, wire, p); err != nil {
+			return 0, fmt.Errorf("write %s: %w", componentName(id), err)
+		}
 	}
 	e, err := st.acquire(id, n > 0)
 	if e == nil || err != nil {
@@ -299,6 +314,15 @@ func (st *store) write(id rpc.ComponentID, off uint64, p []byte) (uint64, error)
 		} else {
 			s = st.sum.sum(int(lo), piece)
 		}
+		if fast {
+			plain := s
+			if lo > 0 || hi < st.bs {
+				plain = crc32.Checksum(piece, castagnoli) // a partial block: its CRC is not the wire's
+			}
+			if plain != getSum(wire, int(b-b0)) {
+				return 0, fmt.Errorf("write %s: %w: the piece at %d", componentName(id), rpc.ErrSum, start+lo)
+			}
+		}
 		putSum(*sums, int(b-b0), s)
 	}
 	if _, err := e.data.WriteAt(p, int64(off)); err != nil {
@@ -336,16 +360,19 @@ func (st *store) readBlock(e *entry, b uint64, blk []byte) error {
 		return fmt.Errorf("read block %d: %w", b, err)
 	}
 	clear(blk[len(blk):cap(blk)])
-	return st.check(e.id, b, blk, getSum(sb[:], 0))
+	_, err := st.check(e.id, b, blk, getSum(sb[:], 0))
+	return err
 }
 
-// check verifies one block's bytes against its stored CRC.
-func (st *store) check(id rpc.ComponentID, b uint64, blk []byte, stored uint32) error {
-	if st.sum.verify(blk, stored) {
-		return nil
+// check verifies one block's bytes against its stored CRC and returns
+// their plain CRC32C (checksummer.verify).
+func (st *store) check(id rpc.ComponentID, b uint64, blk []byte, stored uint32) (uint32, error) {
+	plain, ok := st.sum.verify(blk, stored)
+	if ok {
+		return plain, nil
 	}
 	st.log.Error("checksum mismatch", "inode", id.Ino, "gen", id.Gen, "col", id.Col, "block", b)
-	return &checksumError{id: id, block: b}
+	return 0, &checksumError{id: id, block: b}
 }
 
 // checksumError is a block that failed its CRC. Its message is what the
@@ -369,13 +396,16 @@ type buffer interface {
 var _ buffer = (*rpc.Data)(nil)
 
 // read fills a buffer from out with the bytes of component id in
-// [off, off+length), short where the component ends, and returns how many
-// it filled and the component's size. Every block touched is verified; on
+// [off, off+length), short where the component ends, appends their
+// end-to-end checksums (rpc.SumBlock) to *wire, and returns how many it
+// filled and the component's size. Every block touched is verified; on
 // error the buffer's content is undefined and must not be returned. A
 // missing component reads as empty. Blocks wholly inside the range are
 // read straight into the buffer with one pread; a partly covered first or
 // last block goes through a scratch block so that it can be verified whole.
-func (st *store) read(id rpc.ComponentID, off, length uint64, out buffer) (int, uint64, error) {
+// Where the block size is rpc.SumBlock, a whole block's wire checksum is
+// the CRC its verification computes: each block is summed once.
+func (st *store) read(id rpc.ComponentID, off, length uint64, out buffer, wire *[]byte) (int, uint64, error) {
 	if off > maxOffset || length > maxOffset-off {
 		return 0, 0, fmt.Errorf("%w: read of %d bytes at %d", ErrRange, length, off)
 	}
@@ -396,13 +426,17 @@ func (st *store) read(id rpc.ComponentID, off, length uint64, out buffer) (int, 
 	}
 	end := min(off+length, size)
 	p := out.Buffer(int(end - off))
-	if err := st.readRange(e, off, end, size, p); err != nil {
+	if err := st.readRange(e, off, end, size, p, wire); err != nil {
 		return 0, 0, fmt.Errorf("read %s: %w", componentName(id), err)
+	}
+	if st.bs != rpc.SumBlock {
+		*wire = rpc.AppendSums(*wire, off, p)
 	}
 	return len(p), size, nil
 }
 
-func (st *store) readRange(e *entry, off, end, size uint64, p []byte) error {
+func (st *store) readRange(e *entry, off, end, size uint64, p []byte, wire *[]byte) error {
+	fast := st.bs == rpc.SumBlock
 	b0, b1 := off>>st.shift, (end-1)>>st.shift
 	sums := st.getSums(int(b1 - b0 + 1))
 	defer st.sums.Put(sums)
@@ -432,7 +466,7 @@ func (st *store) readRange(e *entry, off, end, size uint64, p []byte) error {
 			blk := (*buf)[:blockEnd(b)-start]
 			err := readFull(e.data, blk, int64(start))
 			if err == nil {
-				err = st.check(e.id, b, blk, getSum(*sums, int(b-b0)))
+				_, err = st.check(e.id, b, blk, getSum(*sums, int(b-b0)))
 			}
 			if err == nil {
 				copy(p[lo-off:hi-off], blk[lo-start:hi-start])
@@ -441,10 +475,17 @@ func (st *store) readRange(e *entry, off, end, size uint64, p []byte) error {
 			if err != nil {
 				return err
 			}
+			if fast {
+				*wire = binary.LittleEndian.AppendUint32(*wire, crc32.Checksum(p[lo-off:hi-off], castagnoli))
+			}
 			continue
 		}
-		if err := st.check(e.id, b, p[lo-off:hi-off], getSum(*sums, int(b-b0))); err != nil {
+		plain, err := st.check(e.id, b, p[lo-off:hi-off], getSum(*sums, int(b-b0)))
+		if err != nil {
 			return err
+		}
+		if fast {
+			*wire = binary.LittleEndian.AppendUint32(*wire, plain)
 		}
 	}
 	return nil
@@ -506,6 +547,37 @@ func (st *store) truncateFiles(e *entry, old, size uint64) error {
 		return fmt.Errorf("checksums: %w", err)
 	}
 	return nil
+}
+
+// grow extends component id to size if it is shorter, creating it, makes
+// it durable and returns its size. It never shrinks a component, so it
+// may run beside writers.
+func (st *store) grow(id rpc.ComponentID, size uint64) (uint64, error) {
+	if size > maxOffset {
+		return 0, fmt.Errorf("%w: grow to %d", ErrRange, size)
+	}
+	e, err := st.acquire(id, size > 0)
+	if e == nil || err != nil {
+		return 0, err
+	}
+	defer st.release(e)
+	e.ranges.lock(0, math.MaxUint64, true)
+	old, err := st.reserve(e, size)
+	if err != nil {
+		e.ranges.unlock(0, math.MaxUint64, true)
+		return 0, fmt.Errorf("grow %s: %w", componentName(id), err)
+	}
+	if old < size {
+		err = st.truncateFiles(e, old, size)
+	}
+	e.ranges.unlock(0, math.MaxUint64, true)
+	if err != nil {
+		return 0, fmt.Errorf("grow %s: %w", componentName(id), err)
+	}
+	if old >= size {
+		return old, nil
+	}
+	return st.commit(id)
 }
 
 // commit makes component id durable and returns its size. A missing

@@ -46,7 +46,7 @@ func FuzzStore(f *testing.F) {
 				for j := range p {
 					p[j] = byte(i + j*31)
 				}
-				if _, err := st.write(id, uint64(off), p); err != nil {
+				if _, err := st.write(id, uint64(off), p, rpc.AppendSums(nil, uint64(off), p)); err != nil {
 					t.Fatalf("op %d: write(%d, %d): %v", i/5, off, n, err)
 				}
 				m.write(off, p)
@@ -57,9 +57,13 @@ func FuzzStore(f *testing.F) {
 				m.truncate(off)
 			case 3:
 				var b sliceBuffer
-				k, size, err := st.read(id, uint64(off), uint64(n), &b)
+				var sums []byte
+				k, size, err := st.read(id, uint64(off), uint64(n), &b, &sums)
 				if err != nil || size != uint64(len(m)) {
 					t.Fatalf("op %d: read(%d, %d) = size %d, %v; want size %d", i/5, off, n, size, err, len(m))
+				}
+				if err := rpc.CheckSums(uint64(off), sums, b.p[:k]); err != nil {
+					t.Fatalf("op %d: read(%d, %d): %v", i/5, off, n, err)
 				}
 				if d := diff(b.p[:k], m.read(off, n)); d != "" {
 					t.Fatalf("op %d: read(%d, %d): %s", i/5, off, n, d)
@@ -87,7 +91,8 @@ func TestRemoveWhileWriting(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			for k := range 20 {
-				if _, err := st.write(id, uint64((k*4+w)*100), make([]byte, 100)); err != nil {
+				off := uint64((k*4 + w) * 100)
+				if _, err := st.write(id, off, make([]byte, 100), rpc.AppendSums(nil, off, make([]byte, 100))); err != nil {
 					t.Error(err)
 					return
 				}
@@ -121,7 +126,7 @@ func TestRemoveWhileWriting(t *testing.T) {
 func TestStoreClosed(t *testing.T) {
 	st := newTestStore(t, 1<<30)
 	st.close()
-	if _, err := st.write(rpc.ComponentID{Ino: 1}, 0, []byte("x")); !errors.Is(err, ErrClosed) {
+	if _, err := st.write(rpc.ComponentID{Ino: 1}, 0, []byte("x"), rpc.AppendSums(nil, 0, []byte("x"))); !errors.Is(err, ErrClosed) {
 		t.Fatalf("write after close = %v, want ErrClosed", err)
 	}
 }

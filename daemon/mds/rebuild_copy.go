@@ -340,10 +340,16 @@ func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome,
 	return outcome{state: "done"}, nil
 }
 
-// dsCall calls a data server about component comp of the file.
+// dsCall calls a data server about component comp of the file. A write
+// carries its bytes' checksums and a read's bytes are checked against
+// theirs (rpc.AppendSums): a reply that fails is an EIO, which a rebuild
+// takes from another source.
 func (s *Server) dsCall(ctx context.Context, fs fileSnap, id string, comp int, method string, req rpc.DSReq, data []byte, out []byte) (int, uint64, error) {
 	req.Cap = s.rebuildToken()
 	req.ID = rpc.ComponentID{Ino: fs.ino, Gen: fs.l.Generation, Col: uint32(comp)}
+	if method == rpc.DWrite {
+		req.Sums = rpc.AppendSums(nil, req.Off, data)
+	}
 	addr := fs.addrs[id]
 	if addr == "" {
 		return 0, 0, fmt.Errorf("data server %s is not registered", id)
@@ -354,6 +360,11 @@ func (s *Server) dsCall(ctx context.Context, fs fileSnap, id string, comp int, m
 	n, err := s.rb.dsc.CallData(cctx, addr, method, &req, data, &resp, out)
 	if err != nil {
 		return 0, 0, fmt.Errorf("%s component %d of inode %d on %s: %w", method, comp, fs.ino, id, err)
+	}
+	if method == rpc.DRead {
+		if err := rpc.CheckSums(req.Off, resp.Sums, out[:n]); err != nil {
+			return 0, 0, fmt.Errorf("%s component %d of inode %d on %s: %w (%w)", method, comp, fs.ino, id, err, syscall.EIO)
+		}
 	}
 	return n, resp.Size, nil
 }

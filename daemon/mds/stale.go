@@ -25,7 +25,9 @@ import (
 // refused with EIO and the write fails. A read that found a corrupt block
 // (EIO) marks nothing stale — the rest of the component is good, and the
 // client reads around the block — but has the data server check the
-// component (scrub.go), whose report gets the blocks repaired; an
+// component (scrub.go), whose report gets the blocks repaired; a read that
+// found a component shorter than its share of the file's size (ENODATA)
+// has it checked and marked stale if it is (missing.go); an
 // unreachable data server is the heartbeats' business (rebuild.go,
 // RebuildDelay). A file without redundancy has nothing to mark: its
 // failed writes fail.
@@ -273,14 +275,17 @@ func (s *Server) layoutError(ctx context.Context, r *rpc.LayoutErrorReq) (*rpc.L
 	if len(r.Errors) == 0 {
 		return nil, errf(syscall.EINVAL, "layouterror of inode %d reports no error", r.Ino)
 	}
-	var comps, corrupt []uint32
+	var comps, corrupt, missing []uint32
 	var ds, corruptDS []string
 	seen := map[uint32]bool{}
 	op := ""
 	for _, e := range r.Errors {
 		if e.Op == "read" {
-			if syscall.Errno(e.Errno) == syscall.EIO {
+			switch syscall.Errno(e.Errno) {
+			case syscall.EIO:
 				corrupt, corruptDS = append(corrupt, e.Comp), append(corruptDS, e.DS)
+			case errnoShort:
+				missing = append(missing, e.Comp) // missing.go
 			}
 			continue // an unreachable server is the heartbeats' business
 		}
@@ -306,6 +311,9 @@ func (s *Server) layoutError(ctx context.Context, r *rpc.LayoutErrorReq) (*rpc.L
 	}
 	if len(corrupt) > 0 {
 		s.checkComponents(ctx, r.Ino, r.Gen, corrupt, corruptDS)
+	}
+	if len(missing) > 0 {
+		s.markMissing(ctx, r.Ino, r.Gen, missing)
 	}
 	return s.layoutFor(ctx, r.Ino, r.Write, false)
 }

@@ -8,6 +8,7 @@ const (
 	DRead     = "ds.read"
 	DCommit   = "ds.commit"
 	DTruncate = "ds.truncate"
+	DGrow     = "ds.grow" // extend to Size if shorter, never shrink, durably
 	DRemove   = "ds.remove"
 	DStat     = "ds.stat"
 	DInfo     = "ds.info"
@@ -33,14 +34,16 @@ type DSReq struct {
 	Off       uint64
 	Len       uint64
 	Size      uint64
-	Tombstone int64 // appended later: 0 from an older MDS
+	Tombstone int64  // appended later: 0 from an older MDS
+	Sums      []byte // write: the data's checksums (sums.go), required
 }
 
 // DSResp answers a component call. Size is the component's size after the
 // call; a read's data follows the header and is short where the component
-// ends.
+// ends, and Sums holds its checksums (sums.go).
 type DSResp struct {
 	Size uint64
+	Sums []byte
 }
 
 // DSInfoResp answers Info.
