@@ -59,3 +59,14 @@ func (c *Client) ListDS(ctx context.Context) (*rpc.DSListResp, error) {
 	}
 	return &r, nil
 }
+
+// GCScan has the MDS list every data server's components and remove those
+// no inode references (not with dryRun), and returns its report
+// (`strata admin gc`).
+func (c *Client) GCScan(ctx context.Context, dryRun bool) (*rpc.GCReport, error) {
+	var r rpc.GCReport
+	if err := c.mds(ctx, rpc.MGCScan, &rpc.GCScanReq{DryRun: dryRun}, &r); err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
+	return &r, nil
+}

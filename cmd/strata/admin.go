@@ -35,12 +35,15 @@ registers itself), then "ds add ADDR" waits until it has joined and says
 so, or says why not. The MDS then moves existing data onto it in the
 background, throttled like rebuilds, until the data servers' fills differ
 by less than its rebalance_spread ("rebuild status" lists the moves with
-reason rebalance).`)
+reason rebalance). "gc" lists every data server's components and removes
+those no inode references (left by a removal that never reached a data
+server, or copied in by hand), and reports them; "gc --dry-run" only
+reports.`)
 	mds := f.mdsFlag(a)
 	force := f.Bool("force", false, "mds add: add the voter even if its raft address does not answer")
 	dir := f.String("dir", "", "mds recover: the stopped replica's data `directory` (its --dir)")
 	voters := f.String("voters", "", "mds recover: the surviving voters, comma-separated `id=raftaddr` (as --raft-peers)")
-	dryRun := f.Bool("dry-run", false, "mds recover: only print the replica's last raft index and term")
+	dryRun := f.Bool("dry-run", false, "mds recover: only print the replica's last raft index and term; gc: report what is unreferenced, remove nothing")
 	rest, err := f.parse(a, args)
 	if err != nil {
 		return err
@@ -50,6 +53,12 @@ reason rebalance).`)
 			return usageErrorf("admin", "want: mds recover --dir DIR --voters id=raftaddr,...")
 		}
 		return runMDSRecover(a, *dir, *voters, *dryRun)
+	}
+	if *dryRun {
+		if len(rest) != 1 || rest[0] != "gc" {
+			return usageErrorf("admin", "--dry-run goes with gc and mds recover only")
+		}
+		rest = []string{"gc", "--dry-run"}
 	}
 	if ok, err := runAdminRepair(ctx, a, mds(), rest); ok {
 		return err

@@ -22,7 +22,7 @@ import (
 // registers it, and the MDS rebalances data onto it (daemon/mds/rebalance.go).
 
 // adminRepairUsage is the synopsis of the verbs below.
-const adminRepairUsage = "rebuild status | scrub start|status | ds list | ds add ADDR | ds drain ID | ds undrain ID"
+const adminRepairUsage = "rebuild status | scrub start|status | ds list | ds add ADDR | ds drain ID | ds undrain ID | gc [--dry-run]"
 
 // runAdminRepair runs one failure-handling verb against the MDS at addr;
 // ok is false if rest is not one of them.
@@ -49,6 +49,14 @@ func runAdminRepair(ctx context.Context, a *app, addr string, rest []string) (ok
 				return err
 			}
 			return printScrub(a.stdout, r)
+		}
+	case verb == "gc" || verb == "gc --dry-run":
+		fn = func(c *client.Client) error {
+			r, err := c.GCScan(ctx, verb != "gc")
+			if err != nil {
+				return err
+			}
+			return printGC(a.stdout, r)
 		}
 	case verb == "ds list":
 		fn = func(c *client.Client) error {
@@ -257,4 +265,49 @@ func (o *options) rate(key, help string, p *int64) {
 		*p = n
 		return nil
 	})
+}
+
+// printGC prints a GC scan's report: per data server what it scanned,
+// then each component no inode references.
+func printGC(w io.Writer, r *rpc.GCReport) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DS\tSTATE\tCOMPONENTS\tBYTES\tERROR")
+	for _, d := range r.DataSvrs {
+		e := d.Err
+		if e == "" {
+			e = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", printable(d.ID), d.State, d.Components, size(d.Bytes), oneLine(e))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nunreferenced: %d component(s), %s; ", r.Found, size(r.FoundBytes))
+	if r.DryRun {
+		fmt.Fprintln(w, "dry run: nothing removed")
+	} else {
+		fmt.Fprintf(w, "removed %d, %s\n", r.Removed, size(r.RemovedBytes))
+	}
+	if len(r.Orphans) == 0 {
+		return nil
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nDS\tCOMPONENT\tSIZE\tWHY\tREMOVED")
+	for _, o := range r.Orphans {
+		removed := "yes"
+		switch {
+		case r.DryRun:
+			removed = "no (dry run)"
+		case !o.Removed:
+			removed = "no: " + oneLine(o.Err)
+		}
+		fmt.Fprintf(tw, "%s\t%d.%d.%d\t%s\t%s\t%s\n", printable(o.DS), o.ID.Ino, o.ID.Gen, o.ID.Col, size(o.Size), printable(o.Reason), removed)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if n := r.Found - uint64(len(r.Orphans)); n > 0 {
+		fmt.Fprintf(w, "(%d more not listed)\n", n)
+	}
+	return nil
 }

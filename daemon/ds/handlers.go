@@ -30,6 +30,7 @@ func (s *Server) register(mux *rpc.Mux) {
 	rpc.Handle(mux, rpc.DRemove, s.handleRemove)
 	rpc.Handle(mux, rpc.DStat, s.handleStat)
 	rpc.Handle(mux, rpc.DInfo, s.handleInfo)
+	rpc.Handle(mux, rpc.DList, s.handleList)
 	s.registerScrub(mux)
 }
 

@@ -187,4 +187,5 @@ func (s *Server) registerRepair(m *rpc.Mux) {
 	handle(s, m, rpc.MRebuildStatus, s.rebuildStatus)
 	handle(s, m, rpc.MDSDrain, s.dsDrain)
 	handle(s, m, rpc.MDSList, s.dsList)
+	handle(s, m, rpc.MGCScan, s.gcScan)
 }
