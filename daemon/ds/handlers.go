@@ -18,8 +18,12 @@ func (s *Server) register(mux *rpc.Mux) {
 	// A write's capability is checked before its body is read: a caller
 	// without one costs no memory (rpc.Guard).
 	rpc.Guard(mux, rpc.DWrite, func(req *rpc.DSReq) error {
-		if err := req.Cap.Verify(s.secret, s.clock(), req.ID.Ino, req.ID.Gen, capability.OpWrite); err != nil {
+		now := s.clock()
+		if err := req.Cap.Verify(s.secret, now, req.ID.Ino, req.ID.Gen, capability.OpWrite); err != nil {
 			return rpc.Errorf(syscall.EACCES, "ds: "+err.Error())
+		}
+		if req.Cap.Ops&capability.OpAdmin == 0 && s.store.tombs.removed(req.ID.Ino, req.ID.Gen, now.UnixNano()) {
+			return wireError(fmt.Errorf("%w: inode %d generation %d: its capabilities are revoked", ErrRemoved, req.ID.Ino, req.ID.Gen))
 		}
 		return nil
 	})
