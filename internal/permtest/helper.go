@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 	"unsafe"
@@ -28,6 +29,7 @@ type Job struct {
 	MDS  string
 	Dirs []string
 	Args Args
+	Ops  []string // only these operations; none: all
 }
 
 // Args are the ids the operations use.
@@ -63,6 +65,9 @@ func Helper(r io.Reader, w io.Writer) error {
 	for _, dir := range j.Dirs {
 		res[dir] = map[string]int{}
 		for _, op := range ops {
+			if len(j.Ops) > 0 && !slices.Contains(j.Ops, op.name) {
+				continue
+			}
 			res[dir][op.name] = int(errnoOf(op.fn(b, dir, j.Args)))
 		}
 	}
