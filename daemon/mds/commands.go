@@ -61,6 +61,10 @@ const (
 	cmdGrantHorizon    cmdType = 30                // grantHorizonCmd (stale.go)
 	cmdRebuildProgress cmdType = 31 | cmdIgnorable // rebuildProgressCmd: optional, an old binary may skip it
 	cmdRebuildReset    cmdType = 32 | cmdIgnorable // rebuildResetCmd: optional, an old binary may skip it
+
+	// Quotas (quota.go): they refuse changes, an old binary must not skip them.
+	cmdQuotaSet cmdType = 33 // quotaSetCmd
+	cmdProject  cmdType = 34 // projectCmd
 )
 
 // errUnknownCommand is wrapped when a log entry has a type this binary does
@@ -235,6 +239,10 @@ func newPayload(t cmdType) any {
 		return new(mdsAddrCmd)
 	case cmdTierPut:
 		return new(tierPutCmd)
+	case cmdQuotaSet:
+		return new(quotaSetCmd)
+	case cmdProject:
+		return new(projectCmd)
 	}
 	return newRepairPayload(t)
 }

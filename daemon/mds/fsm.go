@@ -132,12 +132,27 @@ func (st *state) applyAny(t cmdType, p any) any {
 	return out
 }
 
-// apply validates a decoded command (validation.go) and dispatches it.
+// apply validates a decoded command (validation.go), checks it against
+// the quotas and applies it, then settles the usage it changed (quota.go).
 func (st *state) apply(t cmdType, p any) result {
 	if err := validateCommand(p); err != nil {
 		return fail(err)
 	}
+	if err := st.quotaCheck(p); err != nil {
+		return fail(err)
+	}
+	r := st.dispatch(t, p)
+	st.settleQuota()
+	return r
+}
+
+// dispatch applies a command of type t.
+func (st *state) dispatch(t cmdType, p any) result {
 	switch t {
+	case cmdQuotaSet:
+		return st.applyQuotaSet(p.(*quotaSetCmd))
+	case cmdProject:
+		return st.applyProject(p.(*projectCmd))
 	case cmdInit:
 		return st.applyInit(p.(*initCmd))
 	case cmdCreate:

@@ -110,6 +110,7 @@ func persist(t *testing.T, s raft.FSMSnapshot) []byte {
 func comparable(st *state) *state {
 	c := *st
 	c.epoch = 0
+	c.touched = nil // scratch of the command being applied
 	c.inodes = map[uint64]*inode{}
 	for k, n := range st.inodes {
 		cp := *n

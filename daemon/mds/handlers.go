@@ -66,6 +66,9 @@ func (s *Server) register(m *rpc.Mux) {
 	handle(s, m, rpc.MTierPut, s.tierPut)
 	handle(s, m, rpc.MTierGet, s.tierGet)
 	handle(s, m, rpc.MTierList, s.tierList)
+	handle(s, m, rpc.MQuotaSet, s.quotaSet)
+	handle(s, m, rpc.MQuotaGet, s.quotaGet)
+	handle(s, m, rpc.MProjectSet, s.projectSet)
 	s.registerRepair(m)
 }
 

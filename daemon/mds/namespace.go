@@ -101,11 +101,12 @@ func (st *state) applyCreate(c *createCmd) result {
 	lay := c.Layout
 	lay.Generation = 1
 	n := st.add(&inode{
-		Mode:  rpc.TypeFile | c.Mode&0o7777,
-		Uid:   c.Uid,
-		Gid:   c.Gid,
-		Nlink: 1,
-		Atime: c.Now, Mtime: c.Now, Ctime: c.Now,
+		Project: st.projectOf(c.Parent),
+		Mode:    rpc.TypeFile | c.Mode&0o7777,
+		Uid:     c.Uid,
+		Gid:     c.Gid,
+		Nlink:   1,
+		Atime:   c.Now, Mtime: c.Now, Ctime: c.Now,
 		Layout: lay,
 	})
 	st.link(c.Parent, c.Name, n, c.Now)
@@ -117,11 +118,12 @@ func (st *state) applyMkdir(c *mkdirCmd) result {
 		return fail(err)
 	}
 	n := st.add(&inode{
-		Mode:  rpc.TypeDir | c.Mode&0o7777,
-		Uid:   c.Uid,
-		Gid:   c.Gid,
-		Nlink: 2,
-		Atime: c.Now, Mtime: c.Now, Ctime: c.Now,
+		Project: st.projectOf(c.Parent),
+		Mode:    rpc.TypeDir | c.Mode&0o7777,
+		Uid:     c.Uid,
+		Gid:     c.Gid,
+		Nlink:   2,
+		Atime:   c.Now, Mtime: c.Now, Ctime: c.Now,
 		Parent:  c.Parent,
 		Entries: map[string]uint64{},
 	})
@@ -141,12 +143,13 @@ func (st *state) applySymlink(c *symlinkCmd) result {
 		return fail(errf(syscall.ENAMETOOLONG, "symlink %q: target is %d bytes, longer than %d", c.Name, len(c.Target), maxTarget))
 	}
 	n := st.add(&inode{
-		Mode:  rpc.TypeSymlink | 0o777,
-		Uid:   c.Uid,
-		Gid:   c.Gid,
-		Nlink: 1,
-		Size:  uint64(len(c.Target)),
-		Atime: c.Now, Mtime: c.Now, Ctime: c.Now,
+		Project: st.projectOf(c.Parent),
+		Mode:    rpc.TypeSymlink | 0o777,
+		Uid:     c.Uid,
+		Gid:     c.Gid,
+		Nlink:   1,
+		Size:    uint64(len(c.Target)),
+		Atime:   c.Now, Mtime: c.Now, Ctime: c.Now,
 		Target: c.Target,
 	})
 	st.link(c.Parent, c.Name, n, c.Now)
@@ -215,6 +218,7 @@ func (st *state) removeDir(parent uint64, name string, ino uint64, now int64) {
 	delete(p.Entries, name)
 	p.Nlink--
 	p.Mtime, p.Ctime = now, now
+	st.noteTouch(ino)
 	delete(st.inodes, ino)
 }
 

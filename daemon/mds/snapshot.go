@@ -45,6 +45,7 @@ type snapHeader struct {
 	GrantsUntil                                int64 // the write-grant horizon (stale.go)
 	HorizonTerm                                uint64
 	PrevUntil                                  int64
+	Quotas                                     uint64 // appended later: quotaLimit records after the failure handling's
 }
 
 // mdsAddrRecord is one MDS replica's RPC address in a snapshot.
@@ -87,6 +88,7 @@ func writeSnapshot(w io.Writer, v snapshotView) error {
 	rc := v.rep.counts()
 	h.Stale, h.Rebuilds, h.Strays, h.Draining, h.Damaged = rc.Stale, rc.Rebuilds, rc.Strays, rc.Draining, rc.Damaged
 	h.GrantsUntil, h.HorizonTerm, h.PrevUntil = v.rep.grantsUntil, v.rep.horizonTerm, v.rep.prevUntil
+	h.Quotas = uint64(len(v.quotas))
 	if err := put(&h); err != nil {
 		return fmt.Errorf("write snapshot: %w", err)
 	}
@@ -129,6 +131,15 @@ func writeSnapshot(w io.Writer, v snapshotView) error {
 	}
 	if err := writeRepair(put, v.rep); err != nil {
 		return err
+	}
+	qkeys := slices.SortedFunc(maps.Keys(v.quotas), func(a, b quotaKey) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID))
+	})
+	for _, k := range qkeys {
+		l := v.quotas[k]
+		if err := put(&l); err != nil {
+			return fmt.Errorf("write snapshot quota %d/%d: %w", k.Kind, k.ID, err)
+		}
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write snapshot: %w", err)
@@ -173,6 +184,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		locks:   lockTable{},
 		mds:     map[string]string{},
 		tiers:   tierTable{},
+		quotas:  map[quotaKey]quotaLimit{},
 		rep:     newRepairState(),
 		epoch:   1,
 	}
@@ -228,6 +240,14 @@ func readSnapshot(r io.Reader) (*state, error) {
 	}
 	st.rep = rep
 	st.rep.grantsUntil, st.rep.horizonTerm, st.rep.prevUntil = h.GrantsUntil, h.HorizonTerm, h.PrevUntil
+	for i := uint64(0); i < h.Quotas; i++ {
+		var l quotaLimit
+		if err := get(&l); err != nil {
+			return nil, fmt.Errorf("%w: quota record %d: %w", ErrSnapshot, i, err)
+		}
+		st.quotas[quotaKey{l.Kind, l.ID}] = l
+	}
+	st.recountUsage()
 	if err := st.check(); err != nil {
 		return nil, err
 	}

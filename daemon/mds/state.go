@@ -30,6 +30,7 @@ type inode struct {
 	Entries map[string]uint64 // directories: name -> inode
 	Policy  layout.Policy     // directories: their own layout policy; zero inherits
 	Layout  layout.Layout     // files; Targets is never modified in place
+	Project uint32            // quota project (quota.go); appended later: 0 in older snapshots
 
 	epoch uint64 // state epoch this copy belongs to
 }
@@ -97,7 +98,13 @@ type state struct {
 	mds     map[string]string // MDS replica id -> RPC address (for redirects)
 	tiers   tierTable         // job tier registry (tiers.go)
 	rep     repairState       // failure handling (repairstate.go)
-	epoch   uint64            // bumped by each snapshot; see inode
+	quotas  map[quotaKey]quotaLimit
+	epoch   uint64 // bumped by each snapshot; see inode
+
+	// Derived: every user's and project's usage, and the inodes the
+	// command being applied touched (quota.go).
+	usage   map[quotaKey]quotaUsage
+	touched []touchedInode
 }
 
 // newState returns the initial state: an empty root directory.
@@ -111,6 +118,8 @@ func newState() *state {
 		mds:     map[string]string{},
 		tiers:   tierTable{},
 		rep:     newRepairState(),
+		quotas:  map[quotaKey]quotaLimit{},
+		usage:   map[quotaKey]quotaUsage{},
 		epoch:   1,
 	}
 	st.inodes[rpc.RootIno] = &inode{
@@ -121,6 +130,7 @@ func newState() *state {
 		Entries: map[string]uint64{},
 		epoch:   st.epoch,
 	}
+	st.recountUsage()
 	return st
 }
 
@@ -131,6 +141,7 @@ func (st *state) get(ino uint64) *inode { return st.inodes[ino] }
 // read the current copy. The caller re-fetches with w for every change:
 // a pointer from get may be a stale copy after another w.
 func (st *state) w(ino uint64) *inode {
+	st.noteTouch(ino)
 	n := st.inodes[ino]
 	if n.epoch != st.epoch {
 		n = n.clone()
@@ -144,6 +155,7 @@ func (st *state) w(ino uint64) *inode {
 func (st *state) add(n *inode) *inode {
 	n.Ino = st.nextIno
 	st.nextIno++
+	st.noteTouch(n.Ino)
 	n.epoch = st.epoch
 	st.inodes[n.Ino] = n
 	return n
@@ -230,6 +242,7 @@ type snapshotView struct {
 	mds     map[string]string
 	tiers   tierTable
 	rep     repairState
+	quotas  map[quotaKey]quotaLimit
 }
 
 // capture returns a view of the current state and starts a new epoch, so
@@ -244,6 +257,7 @@ func (st *state) capture() snapshotView {
 		mds:     maps.Clone(st.mds),
 		tiers:   maps.Clone(st.tiers),
 		rep:     st.rep.clone(),
+		quotas:  maps.Clone(st.quotas),
 	}
 	st.epoch++
 	return v

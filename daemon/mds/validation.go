@@ -120,6 +120,12 @@ func validateCommand(payload any) error {
 // precheck checks, against the leader's state, the limits of a command
 // that depend on the namespace; the FSM checks them again and decides.
 func (s *Server) precheck(t cmdType, payload any) error {
+	s.fsm.mu.RLock()
+	err := s.fsm.st.quotaCheck(payload)
+	s.fsm.mu.RUnlock()
+	if err != nil {
+		return err
+	}
 	switch c := payload.(type) {
 	case *xattrCmd:
 		if t != cmdSetXattr || c.Name == rpc.LayoutXattr {

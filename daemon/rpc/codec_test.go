@@ -17,6 +17,8 @@ func messages() []any {
 	attr := Attr{Ino: 5, Mode: TypeFile | 0o644, Nlink: 1, Uid: 1000, Gid: 100, Size: 1 << 40, Atime: -1, Mtime: 2, Ctime: 3, Gen: 1}
 	return []any{
 		&EntryReq{Parent: 1, Name: "a"}, &WalkReq{Path: "/x/y", Follow: true}, &AttrResp{Attr: attr},
+		&QuotaReq{Kind: QuotaProject, ID: 7, Bytes: 1 << 30, Inodes: 9}, &QuotaResp{Kind: QuotaUser, ID: 1000, Bytes: 5, Inodes: 2, BytesLimit: 9, InodesLimit: 3},
+		&ProjectReq{Ino: 4, Project: 7},
 		&InoReq{Ino: 3}, &SetattrReq{Ino: 1, Valid: SetMode | SetSize, Mode: 0o755, Size: 10},
 		&CreateReq{Parent: 1, Name: "f", Mode: 0o600, Cred: Cred{Uid: 1, Gid: 2}, Exclusive: true, Layout: "width=2"},
 		&CreateResp{Attr: attr, Created: true}, &MkdirReq{Parent: 1, Name: "d", Mode: 0o700},
