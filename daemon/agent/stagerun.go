@@ -22,9 +22,11 @@ import (
 // counts the time as the job's. Each node marks its share done on the
 // tier's root (stagedXattrPrefix + node); a node whose share fails marks
 // the tier failed (failedXattr), and every node stops. While it runs, the
-// agent asks Slurm every jobWatchInterval whether the job still runs: a
-// job cancelled (scancel), timed out or requeued stops its stage-in at
-// once, and its epilog cleans up.
+// first node's agent asks Slurm every jobWatchInterval whether the job
+// still runs (one scontrol per job, whatever its size); a job cancelled
+// (scancel), timed out or requeued has its tier marked failed, and every
+// node, which watches that mark, stops its share at once; the epilog
+// cleans up.
 
 // stagedXattrPrefix + node is set on a tier's root when that node's share
 // of the stage-in is copied and verified.
@@ -35,8 +37,9 @@ const stagedXattrPrefix = "user.strata.staged."
 // stops waiting and fails the tier with that reason.
 const failedXattr = "user.strata.failed"
 
-// jobWatchInterval is how often a running stage-in asks Slurm whether
-// its job still runs.
+// jobWatchInterval is how often the first node asks Slurm whether a job
+// whose stage-in runs still runs, and how often every node looks for the
+// failure mark.
 const jobWatchInterval = 2 * time.Second
 
 // stageRun is a stage-in running in the background.
@@ -81,7 +84,16 @@ func (s *Server) startStageIn(t *tier, id identity) {
 
 // stageStopped is why a stage-in whose context ended stopped.
 func stageStopped(t *tier, ctx context.Context) error {
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+	return stageStoppedBy(t, context.Cause(ctx))
+}
+
+// stageStoppedBy is the job error of a stage-in stopped for cause: the
+// failure mark's own message, or what stopped it.
+func stageStoppedBy(t *tier, cause error) error {
+	if isJobError(cause) {
+		return cause
+	}
+	if cause != nil && !errors.Is(cause, context.Canceled) {
 		return jobErrorf("the stage-in of job %d stopped: %v", t.st.Job, cause)
 	}
 	return jobErrorf("the stage-in of job %d stopped: the strata agent on this node is shutting down", t.st.Job)
@@ -215,8 +227,15 @@ func (s *Server) stageFailed(t *tier, err error) {
 	s.log.Warn("stage_in_failed", "job_id", t.st.Job, "err", err)
 }
 
-// watchJob cancels a stage-in whose job Slurm says no longer runs.
+// watchJob stops this node's stage-in when the tier is marked failed
+// (another node's share failed, or its job ended) and, on the first node,
+// marks it so when Slurm says the job no longer runs.
 func (s *Server) watchJob(ctx context.Context, t *tier, cancel context.CancelCauseFunc) {
+	tc, err := t.adminClient(time.Second)
+	if err != nil {
+		return
+	}
+	defer tc.Close()
 	tick := time.NewTicker(jobWatchInterval)
 	defer tick.Stop()
 	for {
@@ -225,8 +244,16 @@ func (s *Server) watchJob(ctx context.Context, t *tier, cancel context.CancelCau
 			return
 		case <-tick.C:
 		}
-		if st, ok := s.slurmJobState(t.st.Job); ok && !jobRuns(st) {
-			cancel(fmt.Errorf("%w in Slurm (%s)", errJobEnded, st))
+		if t.st.first() {
+			if st, ok := s.slurmJobState(t.st.Job); ok && !jobRuns(st) {
+				err := fmt.Errorf("%w in Slurm (%s)", errJobEnded, st)
+				s.markFailed(t, stageStoppedBy(t, err).Error())
+				cancel(err)
+				return
+			}
+		}
+		if err := failedMark(ctx, tc); err != nil {
+			cancel(err)
 			return
 		}
 	}
