@@ -79,10 +79,11 @@ answers.`)
 			return printJSON(a, bodies)
 		}
 		w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "JOB\tSTATE\tNODES\tCAPACITY/NODE\tSTAGED\tDRAINED\tLOST\tERRORS\tCREATED")
+		fmt.Fprintln(w, "JOB\tSTATE\tNODES\tCAPACITY/NODE\tSTAGED\tDRAINED\tLOST\tERRORS\tCREATED\tRUNS\tSLURM")
 		for _, b := range bodies {
-			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\n", b.Job, printable(b.State), len(b.Nodes), humanSize(b.Capacity),
-				humanSize(b.StagedBytes), humanSize(b.DrainedBytes), len(b.Lost), len(b.Errors), fmtTime(b.Created))
+			fmt.Fprintf(w, "%d\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%s\t%d\t%s\n", b.Job, printable(b.State), len(b.Nodes), humanSize(b.Capacity),
+				humanSize(b.StagedBytes), humanSize(b.DrainedBytes), len(b.Lost), len(b.Errors), fmtTime(b.Created),
+				len(b.Runs)+1, orDash(printable(b.JobState)))
 		}
 		return w.Flush()
 	})
@@ -99,6 +100,10 @@ func printTier(a *app, b *admin.TierBody) {
 	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "job\t%d\n", b.Job)
 	fmt.Fprintf(w, "state\t%s\n", printable(b.State))
+	fmt.Fprintf(w, "job state\t%s\n", orDash(printable(b.JobState)))
+	if len(b.Runs) > 0 {
+		fmt.Fprintf(w, "run\t%d (requeued: %d earlier runs below)\n", b.Run, len(b.Runs))
+	}
 	fmt.Fprintf(w, "user\tuid %d gid %d\n", b.UID, b.GID)
 	fmt.Fprintf(w, "nodes\t%s\n", printables(b.Nodes, ","))
 	fmt.Fprintf(w, "capacity\t%s per node\n", humanSize(b.Capacity))
@@ -121,6 +126,26 @@ func printTier(a *app, b *admin.TierBody) {
 	if b.Dropped > 0 {
 		fmt.Fprintf(a.stdout, "  (%d more errors or lost files not kept)\n", b.Dropped)
 	}
+	for i := range b.Runs {
+		r := &b.Runs[i]
+		fmt.Fprintf(a.stdout, "earlier run %d: %s, job state %s, created %s, ended %s, staged %s in %d files, drained %s in %d files, lost %d, errors %d\n",
+			r.Run, printable(r.State), orDash(printable(r.JobState)), fmtTime(r.Created), fmtTime(r.Ended),
+			humanSize(r.StagedBytes), r.StagedFiles, humanSize(r.DrainedBytes), r.DrainedFiles, len(r.Lost), len(r.Errors))
+		for _, l := range r.Lost {
+			fmt.Fprintf(a.stdout, "  lost: %s\n", printable(l))
+		}
+		for _, e := range r.Errors {
+			fmt.Fprintf(a.stdout, "  error: %s\n", printable(e))
+		}
+	}
+}
+
+// orDash is s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func fmtTime(t *time.Time) string {

@@ -21,6 +21,8 @@
 #   STRATA_DEVCLUSTER_AGENT_SOCKET  agent socket pattern, %n = node (default $DIR/run/agent/%n.sock)
 #   STRATA_DEVCLUSTER_SPANK_ARGS    more plugstack.conf arguments, e.g. "timeout=30 mount_prefix=/scratch"
 #   STRATA_DEVCLUSTER_LICENSES      slurm.conf Licenses= (default strata_bw:100)
+#   STRATA_DEVCLUSTER_CRED_EXPIRE   slurm.conf AuthInfo cred_expire= seconds (default: Slurm's 120),
+#                                   also how long a requeued job waits before it may start again
 #   STRATA_DEVCLUSTER_JOB_SUBMIT    job_submit.lua to install ("" for none;
 #                                   default: contrib/slurm/job_submit.lua)
 set -euo pipefail
@@ -37,6 +39,7 @@ STRATA=${STRATA_DEVCLUSTER_STRATA:-$ROOT/bin/strata}
 AGENT_SOCKET=${STRATA_DEVCLUSTER_AGENT_SOCKET:-$DIR/run/agent/%n.sock}
 SPANK_ARGS=${STRATA_DEVCLUSTER_SPANK_ARGS:-}
 LICENSES=${STRATA_DEVCLUSTER_LICENSES:-strata_bw:100}
+CRED_EXPIRE=${STRATA_DEVCLUSTER_CRED_EXPIRE:+,cred_expire=$STRATA_DEVCLUSTER_CRED_EXPIRE}
 JOB_SUBMIT=${STRATA_DEVCLUSTER_JOB_SUBMIT-$ROOT/contrib/slurm/job_submit.lua}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 export SLURM_CONF=$DIR/etc/slurm.conf
@@ -151,7 +154,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$DIR/munge/munge.socket
+AuthInfo=socket=$DIR/munge/munge.socket$CRED_EXPIRE
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool/slurmd.%n
 SlurmctldPidFile=$DIR/run/slurmctld.pid

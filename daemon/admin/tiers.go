@@ -34,6 +34,9 @@ type TierBody struct {
 	Lost         []string        `json:"lost_files"`
 	Dropped      uint64          `json:"dropped_entries,omitempty"`
 	PerNode      []TierNodeStats `json:"per_node"`
+	Run          uint32          `json:"run"`                 // the job's Slurm restart count when this run began
+	JobState     string          `json:"job_state,omitempty"` // how Slurm says this run ended
+	Runs         []TierBody      `json:"runs,omitempty"`      // a requeued job's earlier runs, oldest first
 }
 
 // TierNodeStats is one node's part of TierBody.
@@ -56,6 +59,10 @@ func NewTierBody(r *rpc.TierRecord) TierBody {
 		Capacity: r.Info.Capacity, Spec: r.Info.Spec, MountPath: r.Info.MountPath,
 		Created: unixTime(r.Info.Created), Ended: unixTime(r.Ended), Updated: unixTime(r.Updated),
 		Errors: r.Errors, Lost: r.Lost, Dropped: r.Dropped, PerNode: []TierNodeStats{},
+		Run: r.Run, JobState: r.JobState,
+	}
+	for i := range r.Runs {
+		b.Runs = append(b.Runs, NewTierBody(&r.Runs[i]))
 	}
 	var stageNs, drainNs int64
 	for _, s := range r.Stats {

@@ -56,7 +56,7 @@ func (s *Server) adopt(f string) (*tier, error) {
 		return nil, err
 	}
 	s.tiers[t.st.Job] = t
-	t.rep = s.newReporter(t.st.Job)
+	t.rep = s.newReporter(t.st.Job, t.st.Run)
 	t.reserved = t.st.Phase != phaseAssembling
 	var dead []string
 	for name, p := range t.st.Procs {

@@ -41,6 +41,7 @@ func (s *Server) Epilog(ctx context.Context, req jobtier.HookRequest) error {
 	first := t.st.first()
 	if first {
 		s.noteJobOutput(t)
+		s.watchJobEnd(t.st.Job, t.st.Run)
 		if phase != phaseFailed {
 			_ = t.setPhase(phaseDraining, "")
 			t.rep.put(rpc.TierPutReq{State: rpc.TierDraining})
@@ -86,6 +87,10 @@ func (s *Server) endTier(t *tier, phase string) error {
 			state = rpc.TierFailed
 		}
 		t.rep.put(rpc.TierPutReq{State: state, Ended: time.Now().UnixNano()})
+	} else if phase == phaseFailed {
+		// The first node's tier may be fine: this node's failure is the
+		// tier's all the same.
+		t.rep.put(rpc.TierPutReq{State: rpc.TierFailed})
 	}
 	if err != nil {
 		t.rep.put(rpc.TierPutReq{Errors: []string{oneLine(fmt.Sprintf("teardown on %s: %v", s.cfg.Node, err))}})

@@ -86,10 +86,10 @@ func (s *Server) Prolog(ctx context.Context, req jobtier.HookRequest) error {
 		Job: req.JobID, UID: req.UID, GID: req.GID, Spec: req.Spec, Nodes: nodes, Index: idx,
 		MountPath: s.cfg.Tier.MountPath(spec, req.JobID), Capacity: capacity, Phase: phaseAssembling,
 		Procs: map[string]procInfo{}, Drains: map[string]*drainRec{}, Created: time.Now(),
-		Stats: rpc.TierNodeStats{Node: s.cfg.Node},
+		Stats: rpc.TierNodeStats{Node: s.cfg.Node}, Run: s.jobRun(req.JobID),
 	}
 	t.smu.Unlock()
-	t.rep = s.newReporter(req.JobID)
+	t.rep = s.newReporter(req.JobID, t.st.Run)
 	if t.st.first() {
 		t.rep.put(rpc.TierPutReq{State: rpc.TierAssembling, Info: &rpc.TierInfo{
 			UID: req.UID, GID: req.GID, Nodes: nodes, Capacity: capacity, Spec: spec.String(),

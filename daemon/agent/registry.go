@@ -27,6 +27,7 @@ type reporter struct {
 	c      *client.Client
 	secret []byte
 	job    uint32
+	runNo  uint32 // the job's restart count when the run began
 	log    *slog.Logger
 
 	mu    sync.Mutex
@@ -37,10 +38,10 @@ type reporter struct {
 	done  chan struct{}
 }
 
-// newReporter starts a reporter; stopReporting stops it.
-func (s *Server) newReporter(job uint32) *reporter {
+// newReporter starts a reporter of one run of job; close stops it.
+func (s *Server) newReporter(job, run uint32) *reporter {
 	r := &reporter{
-		c: s.global, secret: s.cfg.Secret, job: job, log: s.log.With("job_id", job),
+		c: s.global, secret: s.cfg.Secret, job: job, runNo: run, log: s.log.With("job_id", job),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	s.wg.Add(1)
@@ -68,7 +69,7 @@ func (r *reporter) poke() {
 
 // send sends one report now.
 func (r *reporter) send(req rpc.TierPutReq) {
-	req.Job = r.job
+	req.Job, req.Run = r.job, r.runNo
 	req.Cap = capability.Token{Ops: capability.OpAdmin, Job: "tier-agent", Expiry: time.Now().Add(time.Minute).UnixNano()}
 	req.Cap.Sign(r.secret)
 	ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)

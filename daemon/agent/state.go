@@ -74,6 +74,7 @@ type tierState struct {
 	Drains    map[string]*drainRec `json:"drains,omitempty"` // first node: tier path -> record
 	Stats     rpc.TierNodeStats    `json:"stats"`
 	Created   time.Time            `json:"created"`
+	Run       uint32               `json:"run"` // the job's Slurm restart count at the prolog
 	// First node: the job's output file (afterjob.go), the drain
 	// failures told there, and until when a tier kept after its job
 	// drains.

@@ -36,20 +36,72 @@ type tierTable map[uint32]*rpc.TierRecord
 
 func (st *state) applyTierPut(c *tierPutCmd) result {
 	r := c.Req
+	// A put may come before the first node's (with Info): another node's
+	// prolog may fail before the first node's report arrives.
 	old := st.tiers[r.Job]
-	if old == nil && r.Info == nil {
-		return fail(errf(syscall.ENOENT, "tier of job %d: no record yet (the first put carries the tier's info)", r.Job))
-	}
-	rec := &rpc.TierRecord{Job: r.Job}
-	if old != nil {
+	var rec *rpc.TierRecord
+	switch {
+	case old == nil:
+		rec = &rpc.TierRecord{Job: r.Job, Run: r.Run}
+	case r.Run > old.Run:
+		rec = newTierRun(old, r.Run) // the job was requeued
+	default:
 		rec = cloneTier(old)
 	}
+	run := rec
+	if r.Run < rec.Run {
+		i := slices.IndexFunc(rec.Runs, func(p rpc.TierRecord) bool { return p.Run == r.Run })
+		if i < 0 {
+			return result{} // a run no longer kept
+		}
+		run = &rec.Runs[i]
+	}
+	mergeTierPut(run, &r)
+	run.Updated = c.Now
+	rec.Updated = c.Now
+	st.tiers[r.Job] = rec
+	if len(st.tiers) > maxTiers {
+		st.evictTier()
+	}
+	return result{}
+}
+
+// newTierRun starts the record of a new run of old's job: old, without
+// its runs, becomes the last of the earlier runs (the first one is kept
+// when there are too many). The new run has old's info, without a
+// creation time, until its own arrives.
+func newTierRun(old *rpc.TierRecord, run uint32) *rpc.TierRecord {
+	prev := cloneTier(old)
+	runs := prev.Runs
+	prev.Runs = nil
+	runs = append(runs, *prev)
+	if len(runs) > rpc.MaxTierRuns {
+		runs = slices.Delete(runs, 1, 2)
+	}
+	info := prev.Info
+	info.Nodes = slices.Clone(info.Nodes)
+	info.Created = 0
+	return &rpc.TierRecord{Job: old.Job, Run: run, Info: info, Runs: runs}
+}
+
+// mergeTierPut merges one report into the record of its run.
+func mergeTierPut(rec *rpc.TierRecord, r *rpc.TierPutReq) {
 	if r.Info != nil {
 		rec.Info = *r.Info
 		rec.Info.Nodes = slices.Clone(r.Info.Nodes)
 	}
-	if r.State != "" && !rpc.TierFinal(rec.State) {
+	switch {
+	case r.State == "":
+	case !rpc.TierFinal(rec.State):
 		rec.State = r.State
+	case r.State == rpc.TierFailed && rec.State == rpc.TierDone:
+		rec.State = rpc.TierFailed // one node's failure is the tier's
+	}
+	if r.JobState != "" {
+		rec.JobState = truncate(r.JobState)
+	}
+	if rec.State == rpc.TierDone && strings.HasPrefix(rec.JobState, "CANCELLED") {
+		rec.State = rpc.TierCancelled
 	}
 	if r.Ended != 0 && rec.Ended == 0 {
 		rec.Ended = r.Ended
@@ -83,12 +135,6 @@ func (st *state) applyTierPut(c *tierPutCmd) result {
 			rec.Lost = append(rec.Lost, l)
 		}
 	}
-	rec.Updated = c.Now
-	st.tiers[r.Job] = rec
-	if len(st.tiers) > maxTiers {
-		st.evictTier()
-	}
-	return result{}
 }
 
 // evictTier drops the record that matters least: the final one updated
@@ -119,6 +165,12 @@ func cloneTier(r *rpc.TierRecord) *rpc.TierRecord {
 	c.Stats = slices.Clone(r.Stats)
 	c.Errors = slices.Clone(r.Errors)
 	c.Lost = slices.Clone(r.Lost)
+	if r.Runs != nil {
+		c.Runs = make([]rpc.TierRecord, len(r.Runs))
+		for i := range r.Runs {
+			c.Runs[i] = *cloneTier(&r.Runs[i])
+		}
+	}
 	return &c
 }
 

@@ -12,8 +12,10 @@ const (
 	MTierList = "mds.tier.list"
 )
 
-// Tier states, in the order a tier goes through them. Done and failed are
-// final: a later update cannot leave them.
+// Tier states, in the order a tier goes through them. Done, failed and
+// cancelled are final: a later update cannot leave them, except that a
+// node's failure turns done into failed, and a job Slurm says was
+// cancelled turns done into cancelled.
 const (
 	TierAssembling = "assembling"
 	TierStaging    = "staging"
@@ -21,10 +23,13 @@ const (
 	TierDraining   = "draining"
 	TierDone       = "done"
 	TierFailed     = "failed"
+	TierCancelled  = "cancelled"
 )
 
-// TierFinal reports whether state is final (done or failed).
-func TierFinal(state string) bool { return state == TierDone || state == TierFailed }
+// TierFinal reports whether state is final (done, failed or cancelled).
+func TierFinal(state string) bool {
+	return state == TierDone || state == TierFailed || state == TierCancelled
+}
 
 // TierInfo is what does not change during a tier's life.
 type TierInfo struct {
@@ -48,19 +53,26 @@ type TierNodeStats struct {
 	DrainNanos   int64 // time spent copying drains (summed over files in flight)
 }
 
-// TierPutReq creates or updates the record of one job's tier. Info is
-// applied when set (first put); State when not empty; Stats replaces the
-// node's counters when Stats.Node is set; Errors and Lost are appended
-// without duplicates.
+// TierPutReq creates or updates the record of one run of a job's tier.
+// Run is the job's Slurm restart count when the run began (a requeued job
+// runs again under the same id): a put of a later run than the record's
+// starts a new run, keeping the earlier ones; a put of an earlier run
+// updates that run. Info is applied when set (first put of a run); State
+// when not empty; JobState (Slurm's end state of the run, e.g. COMPLETED,
+// CANCELLED, REQUEUED) when not empty; Stats replaces the node's counters
+// when Stats.Node is set; Errors and Lost are appended without
+// duplicates.
 type TierPutReq struct {
-	Cap    capability.Token // OpAdmin, signed with the cluster secret
-	Job    uint32
-	Info   *TierInfo
-	State  string
-	Ended  int64 // unix nanoseconds, with a final State
-	Stats  TierNodeStats
-	Errors []string
-	Lost   []string
+	Cap      capability.Token // OpAdmin, signed with the cluster secret
+	Job      uint32
+	Info     *TierInfo
+	State    string
+	Ended    int64 // unix nanoseconds, with a final State
+	Stats    TierNodeStats
+	Errors   []string
+	Lost     []string
+	Run      uint32
+	JobState string
 }
 
 // TierRecord is a tier as the registry keeps it; the totals are the sums
@@ -75,6 +87,13 @@ type TierRecord struct {
 	Errors  []string        // at most MaxTierErrors, the first ones
 	Lost    []string        // tier paths of files that could not be drained because their data is gone
 	Dropped uint64          // errors and lost files beyond the caps, not kept
+	Run     uint32          // the job's Slurm restart count when this run began
+	// JobState is how Slurm says this run of the job ended (COMPLETED,
+	// FAILED, CANCELLED, TIMEOUT, REQUEUED, ...); "" until it is known.
+	JobState string
+	// Runs are the earlier runs of a requeued job, oldest first, each
+	// without Runs of its own; at most MaxTierRuns (the first is kept).
+	Runs []TierRecord
 }
 
 // Bounds of one record, so that a broken job cannot grow the FSM without
@@ -83,6 +102,7 @@ const (
 	MaxTierErrors = 100
 	MaxTierLost   = 10000
 	MaxTierString = 4096
+	MaxTierRuns   = 16
 )
 
 // TierReq asks for one job's record.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,7 +29,9 @@ func TestTierDrain(t *testing.T) {
 	e := tiertest.Start(t, tiertest.Options{
 		Nodes:     3,
 		SpankArgs: "timeout=100 status_timeout=10",
-		AgentArgs: "--drain-rate 20M --epilog-timeout 5s --drain-settle 300ms --scan-interval 100ms",
+		AgentArgs: "--drain-rate 20M --epilog-timeout 5s --drain-settle 300ms --scan-interval 100ms --ready-timeout 10s",
+		// A requeued job may start again cred_expire+1 s after it ended.
+		CredExpire: 10,
 	})
 	ctx := context.Background()
 	for _, d := range []struct {
@@ -40,6 +44,9 @@ func TestTierDrain(t *testing.T) {
 	}
 	t.Run("PastEpilogTimeout", func(t *testing.T) { testPastEpilogTimeout(t, e) })
 	t.Run("FailuresReported", func(t *testing.T) { testFailuresReported(t, e) })
+	t.Run("Requeued", func(t *testing.T) { testRequeued(t, e) })
+	t.Run("Cancelled", func(t *testing.T) { testCancelled(t, e) })
+	t.Run("PrologFailed", func(t *testing.T) { testPrologFailed(t, e) })
 }
 
 // Six 40 MB checkpoints appear under the drain rule as the job ends (moved
@@ -142,7 +149,151 @@ echo "tier-drain-exit=$?"
 	}
 }
 
+// A job is requeued (scontrol requeue) after its first run drained a
+// checkpoint, and runs again: the registry keeps both runs, each with its
+// own counts, times and Slurm end state (REQUEUED, then COMPLETED), the
+// second created after the first ended.
+func testRequeued(t *testing.T, e *tiertest.Env) {
+	ready := filepath.Join(outDir(e), "requeue.ready")
+	script := writeOut(t, e, "requeue.sh", []byte(`#!/bin/sh
+set -e
+R=${SLURM_RESTART_COUNT:-0}
+mkdir -p $STRATA_TIER_DIR/ckpt
+seq $R 30000 > $STRATA_TIER_DIR/ckpt/run-$R
+if [ "$R" = 0 ]; then
+	`+e.Cluster.Strata+` tier drain --wait --timeout 60s $STRATA_TIER_DIR/ckpt/run-0
+	touch `+ready+`
+	sleep 300
+fi
+echo "run $R done"
+`), 0o755)
+	id := submit(t, e, "-N2", "--uid="+nobody, "--gid="+nobody, "--storage-tier=capacity=1G,drain=ckpt/*:strata:/x/rq", script)
+	if err := tiertest.WaitFile(ready, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	jid := strconv.Itoa(int(id))
+	if _, err := e.Run("scontrol", "requeue", jid); err != nil {
+		t.Fatal(err)
+	}
+	// Slurm starts the requeued job again cred_expire (10 s here) later.
+	if out := waitJob(t, e, id, "COMPLETED"); !strings.Contains(out, "run 1 done") {
+		t.Errorf("job output:\n%s", out)
+	}
+	b := waitTier(t, e, id, time.Minute, func(b admin.TierBody) bool {
+		return b.JobState != "" && len(b.Runs) > 0 && b.Runs[0].JobState != ""
+	})
+	st, _ := e.Strata("tier", "status", jid)
+	t.Logf("strata tier status %d:\n%s", id, st)
+	if b.Run != 1 || b.State != "done" || b.JobState != "COMPLETED" || b.DrainedFiles != 1 || len(b.Runs) != 1 {
+		t.Errorf("registry, last run: run %d, state %s, job state %s, drained %d, %d earlier runs; want run 1, done, COMPLETED, 1, 1",
+			b.Run, b.State, b.JobState, b.DrainedFiles, len(b.Runs))
+	}
+	if len(b.Runs) > 0 {
+		r := b.Runs[0]
+		if r.Run != 0 || r.State != "done" || r.JobState != "REQUEUED" || r.DrainedFiles != 1 {
+			t.Errorf("registry, first run: run %d, state %s, job state %s, drained %d; want run 0, done, REQUEUED, 1", r.Run, r.State, r.JobState, r.DrainedFiles)
+		}
+		if r.Created == nil || r.Ended == nil || b.Created == nil || b.Ended == nil ||
+			r.Ended.Before(*r.Created) || b.Created.Before(*r.Ended) || b.Ended.Before(*b.Created) {
+			t.Errorf("registry times: first run %v to %v, second %v to %v", r.Created, r.Ended, b.Created, b.Ended)
+		}
+	}
+	if !strings.Contains(st, "earlier run 0: done, job state REQUEUED") {
+		t.Errorf("strata tier status %d does not show the first run", id)
+	}
+	for r := 0; r <= 1; r++ {
+		if got := globalFile(t, e, fmt.Sprintf("/x/rq/run-%d", r)); string(got) != string(seq(r, 30000)) {
+			t.Errorf("/x/rq/run-%d: %d bytes, want %d", r, len(got), len(seq(r, 30000)))
+		}
+	}
+	checkGone(t, e, id, []string{"n1", "n2"})
+	checkIdle(t, e)
+}
+
+// A running job is cancelled: the registry says cancelled, as Slurm does.
+func testCancelled(t *testing.T, e *tiertest.Env) {
+	ready := filepath.Join(outDir(e), "cancel.ready")
+	id := submit(t, e, "-N2", "--uid="+nobody, "--gid="+nobody, "--storage-tier=capacity=1G,drain=ckpt/*:strata:/x/cn",
+		"--wrap", "touch "+ready+"; sleep 300")
+	if err := tiertest.WaitFile(ready, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Run("scancel", strconv.Itoa(int(id))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Wait(id); err != nil {
+		t.Fatal(err)
+	}
+	b := waitTier(t, e, id, time.Minute, func(b admin.TierBody) bool { return b.JobState != "" })
+	if b.State != "cancelled" || b.JobState != "CANCELLED" || b.Created == nil || b.Ended == nil || b.Ended.Before(*b.Created) {
+		t.Errorf("registry: state %s, job state %s, created %v, ended %v; want cancelled, CANCELLED", b.State, b.JobState, b.Created, b.Ended)
+	}
+	if st, err := e.Strata("tier", "status"); err != nil || !regexp.MustCompile(`(?m)^`+strconv.Itoa(int(id))+` +cancelled .* CANCELLED$`).MatchString(st) {
+		t.Errorf("strata tier status: %v\n%s", err, st)
+	}
+	checkGone(t, e, id, []string{"n1", "n2"})
+	checkIdle(t, e)
+}
+
+// The prolog fails on the second node only (its tier data directory
+// cannot be made: a node fault, so Slurm drains that node and requeues
+// the job held) while the first node's tier came up: the registry says
+// failed, with the second node's reason, not done.
+func testPrologFailed(t *testing.T, e *tiertest.Env) {
+	id := submit(t, e, "-N2", "-w", "n[1-2]", "--hold", "--uid="+nobody, "--gid="+nobody, "--storage-tier=capacity=1G", "--wrap", "true")
+	jid := strconv.Itoa(int(id))
+	block := e.NVMeDir("n2", id)
+	if err := os.WriteFile(block, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = os.Remove(block)
+		_, _ = e.Run("scancel", jid)
+		_, _ = e.Run("scontrol", "update", "nodename=n2", "state=resume")
+	})
+	if _, err := e.Run("scontrol", "release", jid); err != nil {
+		t.Fatal(err)
+	}
+	b := waitTier(t, e, id, time.Minute, func(b admin.TierBody) bool { return b.JobState != "" })
+	if b.State != "failed" || !containsAll(b.Errors, "could not be set up on node n2") {
+		t.Errorf("registry: state %s, job state %s, errors %q; want failed, with n2's reason", b.State, b.JobState, b.Errors)
+	}
+	t.Logf("prolog failed on n2: registry state %s, job state %s, errors %q", b.State, b.JobState, b.Errors)
+	_ = os.Remove(block)
+	if _, err := e.Run("scancel", jid); err != nil {
+		t.Fatal(err)
+	}
+	// Slurm drained n2 for its failed prolog (a node fault): back to
+	// service.
+	_, _ = e.Run("scontrol", "update", "nodename=n2", "state=resume")
+	if _, err := e.Wait(id); err != nil {
+		t.Fatal(err)
+	}
+	checkGone(t, e, id, []string{"n1", "n2"})
+	checkIdle(t, e)
+}
+
 // ---------- helpers ----------
+
+// waitTier polls the registry until the job's tier is in a final state
+// and ok says yes, and returns it.
+func waitTier(t *testing.T, e *tiertest.Env, id uint32, d time.Duration, ok func(admin.TierBody) bool) admin.TierBody {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		b, found := tierBodyIfAny(t, e, id)
+		switch b.State {
+		case "done", "failed", "cancelled":
+			if found && ok(b) {
+				return b
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tier of job %d not as wanted %v after the job: %+v", id, d, b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
 
 // waitTierFinal polls the registry until the job's tier is in a final
 // state (done, failed, cancelled) and returns it.
@@ -160,6 +311,28 @@ func waitTierFinal(t *testing.T, e *tiertest.Env, id uint32, d time.Duration) ad
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// tierBodyIfAny is GET /v1/tiers/{job}, and whether the job has a record.
+func tierBodyIfAny(t *testing.T, e *tiertest.Env, id uint32) (admin.TierBody, bool) {
+	t.Helper()
+	var b admin.TierBody
+	resp, err := http.Get(e.Admin + "/v1/tiers/" + strconv.Itoa(int(id)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return b, false
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET /v1/tiers/%d: %s %s", id, resp.Status, body)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b, true
 }
 
 // globalSum is the sha256 of a global file, hex.

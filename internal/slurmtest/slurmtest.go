@@ -36,6 +36,10 @@ type Options struct {
 	AgentSocket string
 	// SpankArgs are more plugstack.conf arguments, e.g. "timeout=10".
 	SpankArgs string
+	// CredExpire is slurm.conf's AuthInfo cred_expire in seconds (0:
+	// Slurm's 120), which is also how long a requeued job waits before it
+	// may start again.
+	CredExpire int
 }
 
 // Cluster is a running devcluster.
@@ -103,6 +107,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		"STRATA_DEVCLUSTER_STRATA="+c.Strata,
 		"STRATA_DEVCLUSTER_AGENT_SOCKET="+c.AgentSocket,
 		"STRATA_DEVCLUSTER_SPANK_ARGS="+opts.SpankArgs,
+		"STRATA_DEVCLUSTER_CRED_EXPIRE="+credExpire(opts.CredExpire),
 	)
 	out, err := cmd.CombinedOutput()
 	t.Logf("devcluster up (%s):\n%s", dir, out)
@@ -115,6 +120,14 @@ func Start(t testing.TB, opts Options) *Cluster {
 		c.Nodes = append(c.Nodes, "n"+strconv.Itoa(i))
 	}
 	return c
+}
+
+// credExpire is the environment's form of Options.CredExpire.
+func credExpire(s int) string {
+	if s <= 0 {
+		return ""
+	}
+	return strconv.Itoa(s)
 }
 
 // RepoRoot is the directory of the module's go.mod, found upward from the

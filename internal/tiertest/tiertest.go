@@ -44,6 +44,8 @@ type Options struct {
 	SpankArgs string
 	// Mode is the devcluster's mode: "" (auto), "netns" or "multi".
 	Mode string
+	// CredExpire is slurmtest.Options.CredExpire.
+	CredExpire int
 }
 
 // Start starts Slurm with Strata for the test and registers their
@@ -53,7 +55,7 @@ func Start(tb testing.TB, o Options) *Env {
 	if o.Nodes == 0 {
 		o.Nodes = 4
 	}
-	c := slurmtest.Start(tb, slurmtest.Options{Nodes: o.Nodes, SpankArgs: o.SpankArgs, Mode: o.Mode})
+	c := slurmtest.Start(tb, slurmtest.Options{Nodes: o.Nodes, SpankArgs: o.SpankArgs, Mode: o.Mode, CredExpire: o.CredExpire})
 	e := &Env{Cluster: c, tb: tb, root: slurmtest.RepoRoot(tb)}
 	tb.Cleanup(e.down) // runs before the cluster's own teardown
 	cmd := exec.Command(filepath.Join(e.root, "contrib", "devcluster", "strata-up.sh"))
