@@ -235,15 +235,16 @@ func testCancelled(t *testing.T, e *tiertest.Env) {
 	checkIdle(t, e)
 }
 
-// The prolog fails on the second node only (its tier data directory
-// cannot be made: a node fault, so Slurm drains that node and requeues
-// the job held) while the first node's tier came up: the registry says
-// failed, with the second node's reason, not done.
+// The prolog fails on the second node only, after its data server came
+// up (its ROMIO hints file cannot be written: a node fault, so Slurm
+// drains that node and requeues the job held), while the first node's
+// prolog succeeded: the registry says failed, with the second node's
+// reason, not done.
 func testPrologFailed(t *testing.T, e *tiertest.Env) {
 	id := submit(t, e, "-N2", "-w", "n[1-2]", "--hold", "--uid="+nobody, "--gid="+nobody, "--storage-tier=capacity=1G", "--wrap", "true")
 	jid := strconv.Itoa(int(id))
-	block := e.NVMeDir("n2", id)
-	if err := os.WriteFile(block, nil, 0o600); err != nil {
+	block := filepath.Join(e.Dir, "strata", "hints", "n2", jid+".romio")
+	if err := os.MkdirAll(block, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
