@@ -84,11 +84,18 @@ func TestDebPackage(t *testing.T) {
 	}) {
 		return
 	}
-	t.Run("reinstall-keeps-secret", func(t *testing.T) {
+	t.Run("reinstall-keeps-configuration", func(t *testing.T) {
 		before := readFile(t, secretFile)
+		edited := append(readFile(t, "/etc/strata/mds.toml"), "log_level = \"debug\" # the admin's\n"...)
+		if err := os.WriteFile("/etc/strata/mds.toml", edited, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		dpkg(t, "-i", deb)
 		if !bytes.Equal(readFile(t, secretFile), before) {
 			t.Error("reinstalling the package changed the cluster secret")
+		}
+		if !bytes.Equal(readFile(t, "/etc/strata/mds.toml"), edited) {
+			t.Error("reinstalling the package lost the admin's change to /etc/strata/mds.toml")
 		}
 	})
 	t.Run("version", func(t *testing.T) {
