@@ -62,6 +62,10 @@ type HookRequest struct {
 	// Force (cleanup only) tears the tier down even when Slurm does not
 	// say that the job has ended.
 	Force bool `json:"force,omitempty"`
+	// Restarts is the job's Slurm restart count (SLURM_JOB_RESTART_COUNT:
+	// which run of a requeued job this is); prolog and epilog, nil from a
+	// plugin that does not send it.
+	Restarts *uint32 `json:"restarts,omitempty"`
 }
 
 // HookReply is one reply line. OK false with UserError true is the job's

@@ -347,10 +347,10 @@ static void put_json_string(char *buf, size_t n, size_t *len, const char *s)
 
 /* build_request writes one request line (jobtier.HookRequest) into buf;
  * nodes and v may be NULL (status); wait > 0 lets the agent hold a status
- * reply that long while the tier is pending. Returns -1 if it does not
- * fit. */
+ * reply that long while the tier is pending; restarts >= 0 is the job's
+ * restart count (prolog and epilog). Returns -1 if it does not fit. */
 static int build_request(char *buf, size_t n, const char *op, uint32_t job, uint32_t uid, uint32_t gid,
-			 const char *nodes, const char *node, const char *v, int wait)
+			 const char *nodes, const char *node, const char *v, int wait, long restarts)
 {
 	size_t len = (size_t) snprintf(buf, n, "{\"op\":\"%s\",\"job_id\":%u,\"uid\":%u,\"gid\":%u", op, job, uid, gid);
 	if (nodes) {
@@ -365,6 +365,8 @@ static int build_request(char *buf, size_t n, const char *op, uint32_t job, uint
 	}
 	if (wait > 0 && len < n)
 		len += (size_t) snprintf(buf + len, n - len, ",\"wait\":%d", wait);
+	if (restarts >= 0 && len < n)
+		len += (size_t) snprintf(buf + len, n - len, ",\"restarts\":%ld", restarts);
 	if (len + 3 >= n)
 		return -1;
 	buf[len++] = '}';
@@ -735,7 +737,16 @@ static int job_script(spank_t sp, const char *op)
 	}
 
 	char req[MAX_LINE];
-	if (build_request(req, sizeof(req), op, job, uid, gid, nodes, node, v, 0) < 0) {
+	/* Which run of a requeued job this is, for the tier registry. */
+	long restarts = -1;
+	const char *rc = getenv("SLURM_JOB_RESTART_COUNT");
+	if (rc && *rc) {
+		char *end = NULL;
+		long r = strtol(rc, &end, 10);
+		if (end && !*end && r >= 0 && r <= 1000000)
+			restarts = r;
+	}
+	if (build_request(req, sizeof(req), op, job, uid, gid, nodes, node, v, 0, restarts) < 0) {
 		slurm_error("spank_strata: %s of job %u: request longer than %d bytes", op, job, MAX_LINE);
 		return -1;
 	}
@@ -810,7 +821,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	}
 	char what[320];
 	snprintf(what, sizeof(what), "status of job %u on %s", tier.job, node);
-	build_request(req, sizeof(req), "status", tier.job, uid, gid, NULL, node, NULL, STATUS_WAIT);
+	build_request(req, sizeof(req), "status", tier.job, uid, gid, NULL, node, NULL, STATUS_WAIT, -1);
 	/* While the tier stages in, the agent holds each answer up to
 	 * STATUS_WAIT seconds and says pending: ask again, for as long as it
 	 * takes. The job's time limit bounds it; a cancelled job's stage-in is

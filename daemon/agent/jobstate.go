@@ -7,12 +7,15 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/jobtier"
 )
 
-// What slurmctld says of a job: which run of it this is (a requeued job
-// runs again under the same id) and how a run ended, for the registry.
-// Both come from `scontrol show job`; a slurmctld that does not answer
-// costs the registry that detail, never a job.
+// What Slurm says of a job: which run of it this is (a requeued job runs
+// again under the same id: the plugin sends SLURM_JOB_RESTART_COUNT, an
+// older plugin does not and then slurmctld is asked) and how a run ended
+// (the first node asks slurmctld after its epilog), for the registry. A
+// slurmctld that does not answer costs the registry that detail, never a
+// job.
 
 // jobEndWait bounds how long the first node watches for a job's end
 // state after its epilog: slurmctld knows it once every node's epilog is
@@ -34,12 +37,15 @@ func (s *Server) jobFields(job uint32) (map[string]string, error) {
 	return m, nil
 }
 
-// jobRun returns the job's restart count (0 for its first run, or when
-// slurmctld cannot say).
-func (s *Server) jobRun(job uint32) uint32 {
-	f, err := s.jobFields(job)
+// jobRun returns the job's restart count: the plugin's, else slurmctld's
+// (0 for its first run, or when slurmctld cannot say).
+func (s *Server) jobRun(req jobtier.HookRequest) uint32 {
+	if req.Restarts != nil {
+		return *req.Restarts
+	}
+	f, err := s.jobFields(req.JobID)
 	if err != nil {
-		s.log.Warn("job_run_unknown", "job_id", job, "err", err)
+		s.log.Warn("job_run_unknown", "job_id", req.JobID, "err", err)
 		return 0
 	}
 	n, _ := strconv.ParseUint(f["Restarts"], 10, 32)

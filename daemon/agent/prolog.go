@@ -86,7 +86,7 @@ func (s *Server) Prolog(ctx context.Context, req jobtier.HookRequest) error {
 		Job: req.JobID, UID: req.UID, GID: req.GID, Spec: req.Spec, Nodes: nodes, Index: idx,
 		MountPath: s.cfg.Tier.MountPath(spec, req.JobID), Capacity: capacity, Phase: phaseAssembling,
 		Procs: map[string]procInfo{}, Drains: map[string]*drainRec{}, Created: time.Now(),
-		Stats: rpc.TierNodeStats{Node: s.cfg.Node}, Run: s.jobRun(req.JobID),
+		Stats: rpc.TierNodeStats{Node: s.cfg.Node}, Run: s.jobRun(req),
 	}
 	t.smu.Unlock()
 	t.rep = s.newReporter(req.JobID, t.st.Run)

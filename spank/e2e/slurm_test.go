@@ -115,6 +115,10 @@ srun -N3 -n3 sh -c 'echo "task node=$SLURMD_NODENAME tier=$STRATA_TIER_DIR"; tou
 		for _, q := range got {
 			nodes = append(nodes, q.Node)
 			want := jobtier.HookRequest{Op: op, JobID: id, UID: 65534, GID: 65534, Nodes: "n[1-3]", Node: q.Node, Spec: spec}
+			if q.Restarts == nil || *q.Restarts != 0 {
+				t.Errorf("%s request from %s: restarts %v, want 0 (a first run)", op, q.Node, q.Restarts)
+			}
+			q.Restarts = nil
 			if q != want {
 				t.Errorf("%s request\n got %+v\nwant %+v", op, q, want)
 			}
