@@ -91,6 +91,7 @@ done
 chmod 644 "$root/DEBIAN/md5sums"
 
 mkdir -p "$out"
+rm -f "$out"/strata_*_"$arch".deb # earlier builds: dist/ holds the latest only
 find "$root" -newermt "@$SOURCE_DATE_EPOCH" -print0 | xargs -0 touch --no-dereference --date="@$SOURCE_DATE_EPOCH"
 dpkg-deb --root-owner-group -Zxz --build "$root" "$out/strata_${version}_${arch}.deb" >/dev/null
 echo "$out/strata_${version}_${arch}.deb"
