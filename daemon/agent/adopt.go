@@ -31,15 +31,17 @@ func (s *Server) adoptAll(ctx context.Context) {
 		if t.st.Phase == phaseAfterJob {
 			continue // kept after its job, it drains on (afterjob.go)
 		}
-		state, ok := s.slurmJobState(t.st.Job)
-		if !ok || !jobEnded(state) {
-			continue
-		}
-		s.log.Info("tier_of_ended_job", "job_id", t.st.Job, "slurm_state", state)
+		// In the background: a slurmctld that does not answer must not
+		// hold up the agent's start.
 		job := t.st.Job
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			state, ok := s.slurmJobState(job)
+			if !ok || !jobEnded(state) {
+				return
+			}
+			s.log.Info("tier_of_ended_job", "job_id", job, "slurm_state", state)
 			if err := s.Cleanup(s.ctx, job, true); err != nil {
 				s.log.Error("cleanup_failed", "job_id", job, "err", err)
 				return
