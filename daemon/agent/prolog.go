@@ -72,6 +72,9 @@ func (s *Server) Prolog(ctx context.Context, req jobtier.HookRequest) error {
 			return nil // a repeated prolog (the stage-in goes on)
 		case phaseFailed:
 			return &jobError{msg: reason}
+		case phaseAfterJob: // afterjob.go: a requeued job's earlier run
+			return jobErrorf("the storage tier of job %d's previous run is still kept on node %s to drain its files after the job (strata tier status %d); the job can run here once that is over",
+				req.JobID, s.cfg.Node, req.JobID)
 		default:
 			return jobErrorf("the storage tier of job %d was left %s by a restarted agent", req.JobID, phase)
 		}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,9 +53,10 @@ func TestTierDrain(t *testing.T) {
 // Six 40 MB checkpoints appear under the drain rule as the job ends (moved
 // there, metadata only), so the whole 240 MB is the final drain's: at
 // 20 MB/s it cannot fit in the epilog's 5 s. The job completes, its nodes
-// stay in service, its output says the drain goes on after the job, and
-// every checkpoint arrives byte for byte; the registry says so and ends
-// after it began.
+// stay in service, its output says the drain goes on after the job, the
+// agents of two of its nodes restart during that drain, and every
+// checkpoint arrives byte for byte; the registry says so and ends after
+// it began.
 func testPastEpilogTimeout(t *testing.T, e *tiertest.Env) {
 	script := writeOut(t, e, "late.sh", []byte(`#!/bin/sh
 set -e
@@ -69,6 +71,19 @@ mv $T/tmp/* $T/ckpt/
 	// The job left the queue: its epilogs are done and its nodes are back
 	// in service while the drain goes on.
 	checkIdle(t, e)
+	// The agents restart meanwhile (the first node's crashes): the drain
+	// after the job, and the others' wait for it, resume.
+	for _, n := range []string{"n1", "n2"} {
+		if st, err := e.Tier(n, id); err != nil || st.Phase != "after-job" {
+			t.Fatalf("%s's tier state after the job: %+v, %v; want it kept (after-job)", n, st, err)
+		}
+		if err := e.KillAgent(n, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.StartAgent(n); err != nil {
+			t.Fatal(err)
+		}
+	}
 	b := waitTierFinal(t, e, id, 3*time.Minute)
 	sums := regexp.MustCompile(`(?m)^([0-9a-f]{64})  (c[1-6])$`).FindAllStringSubmatch(out, -1)
 	if len(sums) != 6 {
