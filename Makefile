@@ -7,10 +7,15 @@ BIN     := bin/strata
 FUZZTIME ?= 5s
 # The version from git (contrib/version.sh), linked into the binary and the
 # C libraries; `strata version` prints and compares them.
-VERSION ?= $(shell contrib/version.sh)
-COMMIT  ?= $(shell contrib/version.sh --commit)
-LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
-export VERSION
+# Computed once per make run, unless given (make deb STRATA_VERSION=...).
+ifeq ($(origin STRATA_VERSION),undefined)
+STRATA_VERSION := $(shell contrib/version.sh)
+endif
+ifeq ($(origin STRATA_COMMIT),undefined)
+STRATA_COMMIT  := $(shell contrib/version.sh --commit)
+endif
+LDFLAGS := -X main.version=$(STRATA_VERSION) -X main.commit=$(STRATA_COMMIT)
+export STRATA_VERSION
 
 .PHONY: all build run demo test lint fuzz bench clean mpiio spank deb
 
@@ -69,7 +74,7 @@ bench:
 # and bash completion (contrib/deb/build.sh; docs/install.md).
 deb: spank mpiio
 	$(GO) build -trimpath -buildmode=pie -ldflags '$(LDFLAGS) -s -w' -o dist/build/strata ./cmd/strata
-	contrib/deb/build.sh $(VERSION) dist/build/strata spank/spank_strata.so bin/libstrata_mpiio.so dist
+	contrib/deb/build.sh $(STRATA_VERSION) dist/build/strata spank/spank_strata.so bin/libstrata_mpiio.so dist
 
 clean:
 	rm -rf bin dist
