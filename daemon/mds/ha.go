@@ -116,7 +116,7 @@ func (s *Server) watchLeader(ctx context.Context) {
 // state of data servers and lock sessions.
 func (s *Server) takeOffice(ctx context.Context) error {
 	r := s.node.raft
-	if err := r.Barrier(0).Error(); err != nil {
+	if err := awaitFuture(ctx, r.Barrier(0)); err != nil {
 		return fmt.Errorf("barrier: %w", err)
 	}
 	s.fsm.mu.RLock()

@@ -1,6 +1,7 @@
 package mds
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -146,4 +147,19 @@ func roleOf(s raft.RaftState) string {
 		return "shutdown"
 	}
 	return "follower"
+}
+
+// awaitFuture waits for f, or for ctx to end. hashicorp/raft never answers
+// a future that was queued just as it shut down (Barrier and Apply block
+// on it for good), so a goroutine that Close waits for must not block on
+// one past its ctx: the goroutine left waiting then ends with the process.
+func awaitFuture(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", raft.ErrRaftShutdown, ctx.Err())
+	}
 }

@@ -150,7 +150,7 @@ func (s *Server) runRebuild(ctx context.Context) {
 		if term := r.CurrentTerm(); term != rb.termOf() {
 			// The FSM must hold every entry of earlier terms before the
 			// write-grant horizon is read.
-			if err := r.Barrier(applyTimeout).Error(); err != nil {
+			if err := awaitFuture(ctx, r.Barrier(applyTimeout)); err != nil {
 				continue
 			}
 			rb.takeOffice(term)
