@@ -184,8 +184,14 @@ func (s *Server) serveConn(c net.Conn) {
 	_ = c.SetReadDeadline(time.Time{})
 	start := time.Now()
 	reply := s.handle(req)
-	s.log.Info("hook", "op", req.Op, "job_id", req.JobID, "ok", reply.OK, "user_error", reply.UserError,
-		"err", reply.Error, "duration", time.Since(start))
+	// A prolog or epilog is an event of the node (info); a status call
+	// comes with every job step, a request's detail (debug).
+	level := slog.LevelInfo
+	if req.Op == jobtier.OpStatus && reply.OK {
+		level = slog.LevelDebug
+	}
+	s.log.Log(context.Background(), level, "hook", "op", req.Op, "job_id", req.JobID, "ok", reply.OK,
+		"user_error", reply.UserError, "err", reply.Error, "duration", time.Since(start))
 	_ = jobtier.WriteHookLine(c, reply)
 }
 
