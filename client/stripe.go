@@ -143,7 +143,7 @@ func (o *fileIO) writeComp(ctx context.Context, comp int, colOff int64, pieces [
 	}
 	req := o.v.req(o.ino, comp)
 	req.Off = uint64(colOff)
-	req.Sums = rpc.AppendSums(nil, req.Off, pieces...)
+	req.Sums = rpc.AppendSums(make([]byte, 0, rpc.SumCount(req.Off, totalLen(pieces))*rpc.SumSize), req.Off, pieces...)
 	var r rpc.DSResp
 	if _, err := o.c.rpc.CallVec(ctx, o.v.addrs[comp], rpc.DWrite, &req, pieces, &r, nil); err != nil {
 		err = fmt.Errorf("write component %d on %s: %w", comp, o.v.lay.Targets[comp], err)

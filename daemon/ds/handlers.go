@@ -90,7 +90,7 @@ func (s *Server) handleRead(_ context.Context, req *rpc.DSReq, _ []byte, out *rp
 	if req.Len > rpc.MaxData {
 		return nil, wireError(fmt.Errorf("%w: read of %d bytes exceeds %d", ErrRange, req.Len, rpc.MaxData))
 	}
-	var sums []byte
+	sums := make([]byte, 0, rpc.SumCount(req.Off, int(req.Len))*rpc.SumSize)
 	n, size, err := s.store.read(req.ID, req.Off, req.Len, out, &sums)
 	if err != nil {
 		return nil, wireError(err)

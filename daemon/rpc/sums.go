@@ -36,7 +36,7 @@ func SumCount(off uint64, n int) int {
 	if n == 0 {
 		return 0
 	}
-	return int((off+uint64(n)-1)/SumBlock - off/SumBlock + 1)
+	return int((off%SumBlock+uint64(n)-1)/SumBlock + 1) // no overflow near 2^64
 }
 
 // AppendSums appends to dst the checksums of the bytes of pieces, back to
