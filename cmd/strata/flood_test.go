@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,12 +124,14 @@ func (d *devProc) memKiB(t *testing.T, field string) int64 {
 // flood opens conns connections to addr, each sending the headers of a
 // POST to method declaring length body bytes, then prefix and send more
 // bytes of that body; it holds every connection open until all have sent
-// what they could (or the server closed them), then closes them.
-func flood(t *testing.T, addr, method string, conns, length int, prefix []byte, send int) {
+// what they could (or the server closed them), then closes them. It
+// returns how many were answered with HTTP status want.
+func flood(t *testing.T, addr, method string, conns, length int, prefix []byte, send int, want int) int {
 	t.Helper()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var open []net.Conn
+	var refused atomic.Int64
 	defer func() {
 		for _, c := range open {
 			c.Close()
@@ -150,18 +153,24 @@ func flood(t *testing.T, addr, method string, conns, length int, prefix []byte, 
 			}
 			for sent := 0; sent < send; sent += len(chunk) {
 				if _, err := c.Write(chunk); err != nil {
-					return // refused and closed by the server: what we want
+					break // refused and closed by the server: what we want
 				}
+			}
+			_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			line, _ := bufio.NewReader(c).ReadString('\n')
+			if strings.HasPrefix(line, fmt.Sprintf("HTTP/1.1 %d ", want)) {
+				refused.Add(1)
 			}
 		})
 	}
 	wg.Wait()
+	return int(refused.Load())
 }
 
 // TestMemoryFlood: 64 connections declaring huge bodies (75 MB metadata
-// calls to the MDS, 72 MiB writes without a capability to a data server),
-// each sending 8 MiB of them, leave `strata dev` under baseline + 256 MiB
-// resident at its peak, and it still serves. Unbounded, fasthttp
+// calls to the MDS, 64 MiB writes without a capability to a data server),
+// each sending 8 MiB of them, are refused (413, 403) and leave `strata
+// dev` under baseline + 256 MiB resident at its peak, and it still serves. Unbounded, fasthttp
 // allocated each declared body up front and the data server read writes
 // before it checked their capability: the same flood took GiBs.
 func TestMemoryFlood(t *testing.T) {
@@ -175,16 +184,23 @@ func TestMemoryFlood(t *testing.T) {
 	strata(t, env, "mkdir", "/before").ok(t)
 	base := d.memKiB(t, "VmRSS")
 
-	flood(t, d.mds, rpc.MGetattr, conns, 75_000_000, nil, send)
+	if n := flood(t, d.mds, rpc.MGetattr, conns, 75_000_000, nil, send, 413); n != conns {
+		t.Errorf("MDS flood: %d of %d connections refused with 413", n, conns)
+	}
 	if peak := d.memKiB(t, "VmHWM"); peak > base+boundKB {
 		t.Errorf("MDS flood: peak RSS %d MiB, baseline %d MiB: over the %d MiB bound", peak>>10, base>>10, boundKB>>10)
 	}
-	// A write header whose capability is forged: refused before its body.
+	// Writes of 64 MiB (within the data limit) whose capability is
+	// forged: refused (403) before their data is read. (72 MiB ones are
+	// over the limit, refused from their length: 413.)
 	hdr := appendTestFrame(&rpc.DSReq{ID: rpc.ComponentID{Ino: 2, Gen: 1}, Off: 0})
-	flood(t, d.ds[0], rpc.DWrite, conns, len(hdr)+72<<20, hdr, send)
+	if n := flood(t, d.ds[0], rpc.DWrite, conns, len(hdr)+rpc.MaxData, hdr, send, 403); n != conns {
+		t.Errorf("data server flood: %d of %d connections refused with 403", n, conns)
+	}
 	if peak := d.memKiB(t, "VmHWM"); peak > base+boundKB {
 		t.Errorf("data server flood: peak RSS %d MiB, baseline %d MiB: over the %d MiB bound", peak>>10, base>>10, boundKB>>10)
 	}
+	t.Logf("strata dev RSS: baseline %d MiB, peak %d MiB after both floods", base>>10, d.memKiB(t, "VmHWM")>>10)
 	if out := strata(t, env, "ls", "/").ok(t).stdout; out != "before\n" {
 		t.Errorf("after the floods ls / = %q", out)
 	}
