@@ -508,10 +508,18 @@ func survivable(err error) bool {
 
 // readWindow reads len(p) bytes of component comp at off; bytes past the
 // component's end are zeros.
+//
+// A component that ends before its share of the file's size lost bytes
+// (daemon/mds/missing.go): that is an EIO, so that the rebuild takes
+// another source rather than zeros.
 func (s *Server) readWindow(ctx context.Context, fs fileSnap, comp int, off uint64, p []byte) error {
 	n, _, err := s.dsCall(ctx, fs, fs.l.Targets[comp], comp, rpc.DRead, rpc.DSReq{Off: off, Len: uint64(len(p))}, nil, p)
 	if err != nil {
 		return err
+	}
+	if need := min(off+uint64(len(p)), uint64(fs.l.ComponentSize(int64(fs.size), comp))); off+uint64(n) < need {
+		return fmt.Errorf("component %d of inode %d on %s ends at %d, before its share %d of the file's size: %w",
+			comp, fs.ino, fs.l.Targets[comp], off+uint64(n), need, syscall.EIO)
 	}
 	clear(p[n:])
 	return nil
