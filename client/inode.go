@@ -206,6 +206,13 @@ func (c *Client) OpenIno(ctx context.Context, ino uint64, flag int) (*File, *rpc
 	return c.open(ctx, fmt.Sprintf("inode %d", ino), ino, flag, false)
 }
 
+// OpenCreatedIno is OpenIno of a file the caller just created (CreateIno
+// said so): its owner may write it whatever its mode, as through the
+// descriptor open(2) with O_CREAT returns.
+func (c *Client) OpenCreatedIno(ctx context.Context, ino uint64, flag int) (*File, *rpc.Attr, error) {
+	return c.open(ctx, fmt.Sprintf("inode %d", ino), ino, flag, true)
+}
+
 // refreshAttr is refresh returning the attributes the MDS sent with the
 // layout. The size this handle knows only grows.
 func (f *File) refreshAttr(ctx context.Context) (*rpc.Attr, error) {

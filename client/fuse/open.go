@@ -24,6 +24,7 @@ type openFile struct {
 
 	mu      sync.Mutex     // guards the fields below
 	f       *client.File   // nil until the first I/O of a file this mount created
+	created bool           // this mount created the file and f is not open yet
 	retired []*client.File // read-only files replaced by a writable one; closed last
 	attr    rpc.Attr       // the last attributes seen
 	silly   []sillyEntry   // names this inode was moved to when unlinked while open
@@ -50,6 +51,7 @@ func newOpenFile(fsys *fileSystem, ino uint64) *openFile {
 func (of *openFile) setCreated(a *rpc.Attr) {
 	of.mu.Lock()
 	of.attr = *a
+	of.created = of.f == nil
 	of.mu.Unlock()
 }
 
@@ -65,10 +67,17 @@ func (of *openFile) open(write, fresh bool) (*rpc.Attr, error) {
 		if write || (of.f != nil && of.f.Writable()) {
 			flag = os.O_RDWR
 		}
-		f, a, err := of.fsys.c.OpenIno(of.fsys.ctx, of.ino, flag)
+		open := of.fsys.c.OpenIno
+		if of.created {
+			// Its creator may write it whatever its mode (open(2) with
+			// O_CREAT of a read-only file).
+			open = of.fsys.c.OpenCreatedIno
+		}
+		f, a, err := open(of.fsys.ctx, of.ino, flag)
 		if err != nil {
 			return nil, err
 		}
+		of.created = false
 		if of.f != nil {
 			of.retired = append(of.retired, of.f)
 		}
