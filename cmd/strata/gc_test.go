@@ -79,6 +79,7 @@ func TestAdminGC(t *testing.T) {
 	}
 
 	out = strata(t, env, "admin", "gc").ok(t).stdout
+	t.Logf("strata admin gc:\n%s", out)
 	if !strings.Contains(out, "unreferenced: 2 component(s)") || !strings.Contains(out, "removed 2") || strings.Contains(out, "no:") {
 		t.Errorf("gc:\n%s", out)
 	}
