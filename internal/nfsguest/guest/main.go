@@ -159,7 +159,9 @@ func setlk(f *os.File, typ int16, start, n int64) error {
 
 // lock: the host holds bytes [0,100) of /lockfile through FUSE; the
 // guest's lock on them must fail, its lock on [200,300) must hold until
-// the host, which tries it through FUSE, writes /lock-release.
+// the host, which tries it through FUSE, writes "release" into
+// /lock-held (an open revalidates a file's data; a missing name could stay
+// cached as missing for acdirmin).
 func lock(mnt string) {
 	f, err := os.OpenFile(filepath.Join(mnt, "lockfile"), os.O_RDWR, 0)
 	step("open-lockfile", err)
@@ -178,11 +180,11 @@ func lock(mnt string) {
 	step("announce", writeFile(filepath.Join(mnt, "lock-held"), nil))
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		if _, err := os.Stat(filepath.Join(mnt, "lock-release")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(mnt, "lock-held")); err == nil && string(b) == "release" {
 			break
 		}
 		if time.Now().After(deadline) {
-			step("wait-release", errors.New("the host never wrote lock-release"))
+			step("wait-release", errors.New("the host never wrote release into lock-held"))
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
