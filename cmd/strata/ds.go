@@ -7,6 +7,7 @@ import (
 
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/ds"
+	"github.com/strata-hpc/strata/daemon/nfs/ds3"
 	"github.com/strata-hpc/strata/internal/capability"
 )
 
@@ -36,6 +37,8 @@ environment, which wins over the file. SIGINT or SIGTERM stops it cleanly.`)
 	o.intSize("block_size", "checksum block `size`, a power of two from 4K to 16M", &cfg.BlockSize)
 	scrubOptions(o, &cfg)
 	rpcOptions(o, &cfg.RPC, true)
+	nfsAddr := ""
+	o.str("nfs", "serve NFSv3 for pNFS flex-files clients (docs/nfs.md) on this `address`, e.g. 0.0.0.0:2049; off if empty", &nfsAddr)
 	o.str("log_level", "`level`: debug, info, warn or error", &logLevel)
 	log, err := parseDaemon(a, f, o, args, &logLevel)
 	if err != nil {
@@ -60,8 +63,17 @@ environment, which wins over the file. SIGINT or SIGTERM stops it cleanly.`)
 	if err != nil {
 		return err
 	}
-	log.Info("starting ds", "id", cfg.ID, "listen", cfg.Listen, "mds", cfg.MDS, "dir", cfg.Dir)
-	if err := runUntilDone(ctx, log, []string{"ds"}, []server{d}); err != nil {
+	names, servers := []string{"ds"}, []server{d}
+	if nfsAddr != "" && nfsAddr != "off" {
+		n, err := ds3.New(ds3.Config{Addr: nfsAddr, DSAddr: loopbackOf(cfg.Listen), Secret: cfg.Secret}, log)
+		if err != nil {
+			_ = d.Close()
+			return err
+		}
+		names, servers = append(names, "nfs"), append(servers, n)
+	}
+	log.Info("starting ds", "id", cfg.ID, "listen", cfg.Listen, "mds", cfg.MDS, "dir", cfg.Dir, "nfs", nfsAddr)
+	if err := runUntilDone(ctx, log, names, servers); err != nil {
 		return fmt.Errorf("ds: %w", err)
 	}
 	return nil

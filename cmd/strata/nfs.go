@@ -14,6 +14,7 @@ import (
 type nfsFlags struct {
 	addr    string
 	exports string
+	dsMap   string
 	cfg     nfs.Config
 }
 
@@ -22,6 +23,8 @@ func nfsOptions(o *options, n *nfsFlags) {
 	n.exports = "/ 127.0.0.0/8"
 	o.str("nfs", "serve NFSv4.1/4.2 (the pNFS front end, docs/nfs.md) on this `address`, e.g. 0.0.0.0:2049; off if empty", &n.addr)
 	o.str("nfs_exports", "NFS `exports`, /etc/exports lines separated by ';', e.g. \"/ 10.0.0.0/8(rw) 127.0.0.1(rw,no_root_squash)\"", &n.exports)
+	o.str("nfs_data_servers", "where NFS clients reach each data server's NFSv3 service (strata ds --nfs), as `rpcaddr=nfsaddr` pairs separated by commas; with it or --nfs-ds-port the front end hands out pNFS flex-files layouts", &n.dsMap)
+	o.int("nfs_ds_port", "NFSv3 `port` of the data servers not in --nfs-data-servers, on the host of their RPC address; 0: none", &n.cfg.DataServerPort)
 	o.dur("nfs_lease", "NFSv4 lease `duration`: a silent client loses its opens and locks after it", &n.cfg.Lease)
 }
 
@@ -56,6 +59,16 @@ func newNFS(log *slog.Logger, n *nfsFlags, mdsAddr string, secret []byte) (serve
 			return nil, fmt.Errorf("--nfs-exports: %w", err)
 		}
 		cfg.Exports = append(cfg.Exports, e)
+	}
+	if n.dsMap != "" {
+		cfg.DataServers = map[string]string{}
+		for _, kv := range strings.Split(n.dsMap, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			if !ok || k == "" || v == "" {
+				return nil, fmt.Errorf("--nfs-data-servers: %q is not rpcaddr=nfsaddr", kv)
+			}
+			cfg.DataServers[k] = v
+		}
 	}
 	ccfg := client.DefaultConfig()
 	ccfg.MDS = loopbackOf(mdsAddr)

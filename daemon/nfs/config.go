@@ -22,6 +22,13 @@ type Config struct {
 	MaxIO int
 	// Slots is the number of session slots offered (concurrent requests).
 	Slots int
+	// DataServers maps a data server's RPC address to the address (host:port)
+	// where clients reach its NFSv3 service (`strata ds --nfs`); with it
+	// or DataServerPort set the front end hands out flex-files layouts.
+	DataServers map[string]string
+	// DataServerPort, if set, is the NFSv3 port of the data servers not in
+	// DataServers, on the host of their RPC address.
+	DataServerPort int
 	// HandleKey signs file handles; keep it across restarts (the cluster
 	// secret) or clients see NFS4ERR_BADHANDLE after one.
 	HandleKey []byte

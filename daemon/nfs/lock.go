@@ -263,5 +263,11 @@ func (s *Server) releaseState(sr *stateRec) {
 		if err := s.cl.ReleaseLocks(s.ctx, sr.ino, sr.lockID); err != nil {
 			s.log.Warn("nfs_unlock_failed", "inode", sr.ino, "err", err)
 		}
+	case kindLayout:
+		if sr.write {
+			if err := s.cl.LayoutReturnIno(s.ctx, sr.ino, true); err != nil {
+				s.log.Warn("nfs_layoutreturn_failed", "inode", sr.ino, "err", err)
+			}
+		}
 	}
 }

@@ -48,6 +48,10 @@ type Server struct {
 
 	connMu sync.Mutex
 	conns  map[*oncrpc.Conn]struct{}
+
+	devMu   sync.Mutex
+	devices map[[16]byte]string // device id -> NFSv3 data server address
+	devComp map[[16]byte]int    // device id -> component it last served
 }
 
 // New returns a Server; Start serves.
@@ -63,13 +67,15 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		cfg:    cfg,
-		log:    log.With("component", "nfs"),
-		cl:     deps.Client,
-		fh:     fhCodec{key: cfg.HandleKey},
-		ready:  make(chan struct{}),
-		conns:  map[*oncrpc.Conn]struct{}{},
-		cookie: newCookieTable(1 << 16),
+		cfg:     cfg,
+		log:     log.With("component", "nfs"),
+		cl:      deps.Client,
+		fh:      fhCodec{key: cfg.HandleKey},
+		ready:   make(chan struct{}),
+		conns:   map[*oncrpc.Conn]struct{}{},
+		cookie:  newCookieTable(1 << 16),
+		devices: map[[16]byte]string{},
+		devComp: map[[16]byte]int{},
 	}
 	_, _ = rand.Read(s.verifier[:])
 	s.boot = binary.BigEndian.Uint32(s.verifier[:4]) | 1

@@ -103,8 +103,9 @@ type stateRec struct {
 	deny   uint32 // open: share deny
 	open   *stateRec
 	lockID uint64 // lock: the owner id given to the MDS's lock table
-	iomode uint32 // layout
-	write  bool   // open: holds a writable file
+	iomode uint32 // layout: the io modes granted
+	gen    uint64 // layout: the layout generation granted
+	write  bool   // layout: registered with the MDS as a writer
 }
 
 type stateid struct {
@@ -148,7 +149,7 @@ func (st *state) dropStateRec(sr *stateRec) {
 		if st.openOwner[k] == sr {
 			delete(st.openOwner, k)
 		}
-	case kindLock:
+	case kindLock, kindLayout:
 		k := ownerKey{sr.cl.id, sr.owner, sr.ino}
 		if st.lockOwner[k] == sr {
 			delete(st.lockOwner, k)
