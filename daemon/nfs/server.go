@@ -199,7 +199,8 @@ func (s *Server) ServeRPC(ctx context.Context, c *oncrpc.Conn, call *oncrpc.Call
 	} else {
 		cred = rule.squash(rpc.Cred{Uid: rule.AnonUid, Gid: rule.AnonGid})
 	}
-	cp := &compound{s: s, ctx: ctx, conn: c, call: call, cred: cred, exp: exp, rule: rule}
+	// The MDS checks every namespace call's permissions as the caller.
+	cp := &compound{s: s, ctx: rpc.WithCred(ctx, cred), conn: c, call: call, cred: cred, exp: exp, rule: rule}
 	if call.Sys != nil {
 		cp.gids = call.Sys.Gids
 	}

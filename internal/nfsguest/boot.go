@@ -27,6 +27,9 @@ type Options struct {
 	Args     []string  // arguments of the guest program (no spaces or commas)
 	Forwards []Forward // more forwards (pNFS data servers)
 	MemMiB   int       // guest RAM; default 256
+	// ModuleParams are parameters of the guest's kernel modules, as
+	// "module.param=value" (e.g. "nfs_layout_flexfiles.dataserver_timeo=30").
+	ModuleParams []string
 	Timeout  time.Duration
 }
 
@@ -122,8 +125,8 @@ func (g *Guest) Run(ctx context.Context, o Options) (*Result, error) {
 		// unlike the chardev form which carries a single connection.
 		net += fmt.Sprintf(",guestfwd=tcp:%s-cmd:busybox nc %s %s", f.Guest, f.Host[:i], f.Host[i+1:])
 	}
-	appendLine := fmt.Sprintf("console=ttyS0 panic=-1 quiet loglevel=4 nfs.opts=%s nfs.path=%s guest.args=%s",
-		o.MountOpt, o.Export, strings.Join(o.Args, ","))
+	appendLine := fmt.Sprintf("console=ttyS0 panic=-1 quiet loglevel=4 guest.opts=%s guest.path=%s guest.args=%s %s",
+		o.MountOpt, o.Export, strings.Join(o.Args, ","), strings.Join(o.ModuleParams, " "))
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "qemu-system-x86_64",

@@ -11,7 +11,7 @@ import (
 
 // initScript is the guest's /init: it loads the modules, brings up the
 // network, mounts the server's export with the options of the kernel
-// command line (nfs.opts=), runs /bin/guest (guest.args=, commas for
+// command line (guest.opts=, guest.path=), runs /bin/guest (guest.args=, commas for
 // spaces), prints the mount's /proc/self/mountstats, unmounts and powers
 // off. Every line for the host starts with "GUEST".
 const initScript = `#!/bin/sh
@@ -23,12 +23,17 @@ echo /sbin/modprobe > /proc/sys/kernel/modprobe
 OPTS=vers=4.1; ARGS=; EXPORT=/
 for kv in $(cat /proc/cmdline); do
   case "$kv" in
-    nfs.opts=*) OPTS=${kv#*=} ;;
-    nfs.path=*) EXPORT=${kv#*=} ;;
+    guest.opts=*) OPTS=${kv#*=} ;;
+    guest.path=*) EXPORT=${kv#*=} ;;
     guest.args=*) ARGS=$(echo "${kv#*=}" | tr , ' ') ;;
   esac
 done
-for m in $(cat /etc/modules.order); do insmod /lib/modules/$m 2>/dev/null; done
+# module parameters come from the command line as MODULE.PARAM=VALUE
+for m in $(cat /etc/modules.order); do
+  name=$(basename $m .ko)
+  params=$(tr ' ' '\n' < /proc/cmdline | grep "^$name\." | sed "s/^$name\.//")
+  insmod /lib/modules/$m $params 2>/dev/null
+done
 ip link set lo up
 ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0

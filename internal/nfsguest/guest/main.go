@@ -42,6 +42,8 @@ func main() {
 		hold(mnt)
 	case "bigio":
 		bigio(mnt, os.Args[3:])
+	case "mirror":
+		mirror(mnt)
 	default:
 		step("scenario", fmt.Errorf("unknown scenario %q", os.Args[2]))
 	}
@@ -243,4 +245,53 @@ func bigio(mnt string, args []string) {
 	}
 	step("bigread", err)
 	fmt.Printf("GUEST BENCH read_mib=%d seconds=%.3f\n", n, time.Since(t0).Seconds())
+}
+
+// waitContent polls until file p holds want (an open revalidates the
+// file's data, so the host's write is seen), for at most d.
+func waitContent(p, want string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		if b, err := os.ReadFile(p); err == nil && string(b) == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s never held %q", p, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// mirror: write half of /mirror.bin, tell the host (/mw-marker =
+// "started"), wait until it has killed a data server ("killed"), write
+// the other half, then read the whole file back after dropping caches.
+func mirror(mnt string) {
+	const half = 8 << 20
+	data := nfsguest.Pattern(4, 2*half)
+	p := filepath.Join(mnt, "mirror.bin")
+	f, err := os.Create(p)
+	if err == nil {
+		_, err = f.Write(data[:half])
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	step("write-first-half", err)
+	if err != nil {
+		return
+	}
+	step("announce", writeFile(filepath.Join(mnt, "mw-marker"), []byte("started")))
+	step("wait-kill", waitContent(filepath.Join(mnt, "mw-marker"), "killed", 3*time.Minute))
+	t0 := time.Now()
+	_, err = f.Write(data[half:])
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	step("write-second-half", err)
+	fmt.Printf("GUEST BENCH second_half_seconds=%.3f\n", time.Since(t0).Seconds())
+	step("drop-caches", dropCaches())
+	step("read-back", same(p, data))
 }
