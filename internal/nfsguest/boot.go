@@ -30,7 +30,7 @@ type Options struct {
 	// ModuleParams are parameters of the guest's kernel modules, as
 	// "module.param=value" (e.g. "nfs_layout_flexfiles.dataserver_timeo=30").
 	ModuleParams []string
-	Timeout  time.Duration
+	Timeout      time.Duration
 }
 
 // Guest is a prepared guest: a kernel and an initramfs holding a test
