@@ -149,7 +149,7 @@ func (s *Server) handleRemove(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, e
 	}
 	defer s.end(start)
 	if req.Tombstone > 0 {
-		if err := s.store.tombs.add(req.ID.Ino, req.ID.Gen, req.Tombstone); err != nil {
+		if err := s.store.tombs.add(req.ID.Ino, req.ID.Gen, req.Tombstone, s.clock().UnixNano()); err != nil {
 			return nil, wireError(err)
 		}
 	}

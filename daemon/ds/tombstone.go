@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -22,7 +23,10 @@ import (
 // server refuses every call of a client for that (inode, generation),
 // with ESTALE, and creates none of its components. Tombstones are durable
 // (Dir/tombstones, appended and synced before the removal answers) and
-// are dropped once past, when the server starts.
+// are dropped once past: when the server starts, and whenever their
+// number has doubled since the last time (the file is then rewritten with
+// the live ones), so that neither memory nor the file grows without
+// bound.
 
 const (
 	tombName    = "tombstones"
@@ -38,10 +42,11 @@ type tombstones struct {
 	disk Disk
 	dir  string
 
-	mu sync.RWMutex
-	f  File
-	n  int64 // bytes in f
-	m  map[tombKey]int64
+	mu      sync.RWMutex
+	f       File
+	n       int64 // bytes in f
+	m       map[tombKey]int64
+	pruneAt int64 // prune when n reaches it
 }
 
 // openTombstones loads dir's tombstones that are still live at now (unix
@@ -91,7 +96,7 @@ func (t *tombstones) load(f File, now int64) error {
 		}
 		k := tombKey{binary.LittleEndian.Uint64(rec), binary.LittleEndian.Uint64(rec[8:])}
 		until := int64(binary.LittleEndian.Uint64(rec[16:]))
-		if until > now && until > t.m[k] {
+		if until >= now && until > t.m[k] {
 			t.m[k] = until
 		}
 	}
@@ -131,7 +136,11 @@ func (t *tombstones) rewrite() error {
 	if err != nil {
 		return fmt.Errorf("tombstones: %w", err)
 	}
+	if t.f != nil {
+		t.f.Close() // the replaced file
+	}
 	t.f, t.n = f, int64(len(b))
+	t.pruneAt = 2*t.n + 1024*tombRecSize
 	return nil
 }
 
@@ -144,8 +153,8 @@ func appendTomb(b []byte, k tombKey, until int64) []byte {
 }
 
 // add records that generation gen of inode ino is removed until until
-// (unix ns), durably.
-func (t *tombstones) add(ino, gen uint64, until int64) error {
+// (unix ns), durably; now is the time, for pruning.
+func (t *tombstones) add(ino, gen uint64, until, now int64) error {
 	k := tombKey{ino, gen}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -164,6 +173,12 @@ func (t *tombstones) add(ino, gen uint64, until int64) error {
 	}
 	t.n += tombRecSize
 	t.m[k] = until
+	if t.n >= t.pruneAt {
+		maps.DeleteFunc(t.m, func(_ tombKey, u int64) bool { return u < now })
+		if err := t.rewrite(); err != nil {
+			return err // the record is durable; the old file is still in use
+		}
+	}
 	return nil
 }
 

@@ -70,3 +70,41 @@ func TestTombstone(t *testing.T) {
 	remove(0)
 	h.mustWrite(id, 0, []byte("moved back"))
 }
+
+// TestTombstonePrune: past tombstones are dropped as new ones come, so
+// that a data server that sees many removals keeps only the live ones, in
+// memory and on disk, and a restart loads exactly those.
+func TestTombstonePrune(t *testing.T) {
+	dir := t.TempDir()
+	ts, err := openTombstones(OSDisk{}, dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2500
+	for i := range int64(n) {
+		// Each lives until 10 ticks later; the clock advances one tick per
+		// removal: at the end the last 11 are live.
+		if err := ts.add(uint64(i), 1, i+10, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l := ts.len(); l > 1100 {
+		t.Errorf("%d tombstones held after %d removals of which 11 are live", l, n)
+	}
+	for i := range uint64(n) {
+		if live := i+10 >= n-1; ts.removed(i, 1, n-1) != live {
+			t.Fatalf("inode %d: removed = %v, want %v", i, !live, live)
+		}
+	}
+	if err := ts.close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := openTombstones(OSDisk{}, dir, n-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.close()
+	if again.len() != 11 || !again.removed(n-1, 1, n-1) {
+		t.Fatalf("after a restart: %d tombstones, want the 11 live ones", again.len())
+	}
+}
