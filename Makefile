@@ -40,7 +40,7 @@ test:
 	$(MAKE) lint
 	@if command -v $(MPICC) >/dev/null 2>&1; then $(MAKE) mpiio; else \
 	echo "*** make test: $(MPICC) not found, NOT building libstrata_mpiio.so; the OpenMPI tests will skip (apt-get install openmpi-bin libopenmpi-dev) ***"; fi
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 25m ./...
 	$(MAKE) fuzz
 
 # spank/spank_strata.so, the SPANK plugin (-Wall -Wextra -Werror against

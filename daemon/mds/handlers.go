@@ -503,14 +503,8 @@ func (s *Server) heartbeat(_ context.Context, r *rpc.HeartbeatReq) (*rpc.Heartbe
 	if err := checkDSNames(r); err != nil {
 		return nil, err
 	}
-	s.fsm.mu.RLock()
-	rec, ok := s.fsm.st.ds[r.ID]
-	s.fsm.mu.RUnlock()
-	if !ok || rec.Addr != r.Addr || rec.Node != r.Node || rec.Rack != r.Rack {
-		if _, err := s.apply(cmdRegisterDS, &registerCmd{ID: r.ID, Addr: r.Addr, Node: r.Node, Rack: r.Rack}); err != nil {
-			return nil, err
-		}
-		s.log.Info("ds_registered", "ds_id", r.ID, "ds_addr", r.Addr, "node", r.Node, "rack", r.Rack)
+	if err := s.registerDS(r); err != nil {
+		return nil, err
 	}
 	if s.reg.beat(r) {
 		s.kickGC() // its orphans can be collected now
@@ -520,4 +514,30 @@ func (s *Server) heartbeat(_ context.Context, r *rpc.HeartbeatReq) (*rpc.Heartbe
 
 func (s *Server) cluster(ctx context.Context, _ *rpc.Empty) (*rpc.ClusterResp, error) {
 	return s.Cluster(ctx)
+}
+
+// registerDS records a data server's id, address, node and rack in raft
+// when they are new or changed. One registration at a time: a heartbeat
+// that arrives while the previous one's entry is being committed finds it
+// applied, rather than appending the same entry again.
+func (s *Server) registerDS(r *rpc.HeartbeatReq) error {
+	changed := func() bool {
+		s.fsm.mu.RLock()
+		defer s.fsm.mu.RUnlock()
+		rec, ok := s.fsm.st.ds[r.ID]
+		return !ok || rec.Addr != r.Addr || rec.Node != r.Node || rec.Rack != r.Rack
+	}
+	if !changed() {
+		return nil
+	}
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	if !changed() {
+		return nil
+	}
+	if _, err := s.apply(cmdRegisterDS, &registerCmd{ID: r.ID, Addr: r.Addr, Node: r.Node, Rack: r.Rack}); err != nil {
+		return err
+	}
+	s.log.Info("ds_registered", "ds_id", r.ID, "ds_addr", r.Addr, "node", r.Node, "rack", r.Rack)
+	return nil
 }

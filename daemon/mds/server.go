@@ -42,6 +42,7 @@ type Server struct {
 	rmet      *repairMetrics
 	wr        *writers    // files granted for writing (stale.go)
 	horizonMu sync.Mutex  // one raise of the write-grant horizon at a time
+	regMu     sync.Mutex  // one data server registration at a time (handlers.go)
 	rb        *rebuilder  // the rebuild manager (rebuild.go)
 	groups    *groupCache // callers' supplementary groups (caller.go)
 	dsc       *rpc.Client // calls to data servers (GC)
