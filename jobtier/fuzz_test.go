@@ -18,6 +18,7 @@ func FuzzParse(f *testing.F) {
 		"capacity=1T/total,unit=1M,redundancy=none,mount=/scratch/%j",
 		"stage-in=strata:/a:b:/,drain=**/x/**/*.h5:strata:/p:q",
 		"drain=[a-c]/\\*:/x", "redundancy=rs:4+2", ",,", "=", "capacity=1G/",
+		"capacity=1G,bw=2G/s,qos=drain", "bw=1536M,qos=io", "bw=+1G", "qos=rebuild",
 	} {
 		f.Add(s)
 	}

@@ -31,6 +31,14 @@ type Spec struct {
 	// Mount overrides where the tier is mounted on every node: absolute,
 	// clean, possibly with %j for the job id. "": Options.DefaultMount.
 	Mount string
+	// Bandwidth is the drain bandwidth the job asks for, in bytes per
+	// second (bw=); Slurm sees it as strata_bw licenses (Licenses). 0:
+	// none asked.
+	Bandwidth int64
+	// QoS is the class the job asks the data servers to schedule its
+	// traffic in (qos=), one of JobClasses; "": each kind of traffic in
+	// its own class.
+	QoS string
 	// StageIn is copied into the tier before the job starts, in order.
 	StageIn []StageIn
 	// Drain rules copy files from the tier out while the job runs and at
@@ -63,7 +71,7 @@ func (l Location) String() string {
 const strataPrefix = "strata:"
 
 // keys lists the grammar's keys in canonical order, for messages.
-const keyList = "capacity, redundancy, unit, mount, stage-in or drain"
+const keyList = "capacity, redundancy, unit, mount, bw, qos, stage-in or drain"
 
 // Parse parses a --storage-tier value: comma-separated KEY=VALUE items
 //
@@ -71,6 +79,8 @@ const keyList = "capacity, redundancy, unit, mount, stage-in or drain"
 //	redundancy=none|mirror:N|rs:K+M  only none for now
 //	unit=SIZE                     stripe unit
 //	mount=PATH                    mount path override (Options decide where)
+//	bw=RATE[/s]                   drain bandwidth the job asks for, e.g. 2G (bytes per second)
+//	qos=io|stage|drain            the QoS class of the job's traffic
 //	stage-in=SRC:DST              repeatable; SRC strata:/PATH or /PATH, DST a tier path
 //	drain=GLOB:DEST               repeatable; GLOB under the tier, DEST strata:/PATH or /PATH
 //
@@ -102,7 +112,7 @@ func Parse(spec string) (Spec, error) {
 			if seen[item] {
 				return Spec{}, itemErr(item, "given twice")
 			}
-		case "capacity", "redundancy", "unit", "mount":
+		case "capacity", "redundancy", "unit", "mount", "bw", "qos":
 			if seen[key] {
 				return Spec{}, itemErr(item, key+" given twice")
 			}
@@ -153,6 +163,18 @@ func (s *Spec) parseItem(item, key, val string) error {
 			return itemErr(item, err.Error())
 		}
 		s.Mount = p
+	case "bw":
+		n, err := parseBandwidth(item, val)
+		if err != nil {
+			return err
+		}
+		s.Bandwidth = n
+	case "qos":
+		c, err := parseClass(item, val)
+		if err != nil {
+			return err
+		}
+		s.QoS = c
 	case "stage-in":
 		if len(s.StageIn) == MaxStageIns {
 			return itemErr(item, fmt.Sprintf("more than %d stage-in items", MaxStageIns))
@@ -228,7 +250,7 @@ func (s Spec) NodeCapacity(nodes int) int64 {
 }
 
 // String formats the spec canonically: items in the order capacity,
-// redundancy, unit, mount, stage-in, drain; defaults left out; sizes with
+// redundancy, unit, mount, bw, qos, stage-in, drain; defaults left out; sizes with
 // the largest exact suffix; paths clean. A spec with nothing but defaults
 // formats as "redundancy=none". Parse(s.String()) returns s.
 func (s Spec) String() string {
@@ -248,6 +270,12 @@ func (s Spec) String() string {
 	}
 	if s.Mount != "" {
 		items = append(items, "mount="+s.Mount)
+	}
+	if s.Bandwidth != 0 {
+		items = append(items, "bw="+layout.FormatSize(s.Bandwidth))
+	}
+	if s.QoS != "" {
+		items = append(items, "qos="+s.QoS)
 	}
 	for _, in := range s.StageIn {
 		items = append(items, "stage-in="+in.String())
@@ -273,7 +301,7 @@ func layoutReason(err error) string {
 // is closest to.
 func unknownKey(key string) string {
 	best, bestD := "", 3
-	for _, k := range []string{"capacity", "redundancy", "unit", "mount", "stage-in", "drain", "total-capacity"} {
+	for _, k := range []string{"capacity", "redundancy", "unit", "mount", "bw", "qos", "stage-in", "drain", "total-capacity", "bandwidth", "rate"} {
 		if d := editDistance(strings.ToLower(key), k); d < bestD {
 			best, bestD = k, d
 		}
@@ -283,6 +311,8 @@ func unknownKey(key string) string {
 	case "":
 	case "total-capacity":
 		msg += "; a total capacity is written capacity=SIZE/total"
+	case "bandwidth", "rate":
+		msg += "; a drain bandwidth is written bw=RATE, e.g. bw=2G"
 	default:
 		msg += "; did you mean " + best + "?"
 	}

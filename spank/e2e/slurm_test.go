@@ -31,19 +31,48 @@ func TestSlurm(t *testing.T) {
 	t.Run("BandwidthLicense", func(t *testing.T) { testBandwidthLicense(t, c) })
 }
 
-// contrib/slurm/job_submit.lua (installed by the devcluster) turns
-// --comment=bw=N into N strata_bw licenses, which slurmrestd reports.
+// contrib/slurm/job_submit.lua (installed by the devcluster) turns the
+// bw=RATE of --storage-tier, or the older --comment=bw=N, into strata_bw
+// licenses (one per GiB/s), which scontrol and slurmrestd report; a bad
+// bw= fails sbatch with the grammar's line and queues nothing.
 func testBandwidthLicense(t *testing.T, c *slurmtest.Cluster) {
-	id, err := c.Sbatch("--comment=bw=20", "-o", outFile(c, "%j"), "--wrap", "true")
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--storage-tier=capacity=1G,bw=2G,qos=drain"}, "strata_bw:2"},
+		{[]string{"--storage-tier=capacity=1G,bw=1536M/s"}, "strata_bw:2"},
+		{[]string{"--storage-tier=capacity=1G,bw=3G", "--comment=bw=9"}, "strata_bw:3"}, // the tier spec wins
+		{[]string{"--comment=bw=20"}, "strata_bw:20"},
+	} {
+		id, err := c.Sbatch(append([]string{"--hold", "-o", outFile(c, "%j")}, append(tc.args, "--wrap", "true")...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, err := c.ShowJob(id)
+		if err != nil || job.Fields["Licenses"] != tc.want {
+			t.Errorf("sbatch %s: Licenses=%q (%v), want %s", strings.Join(tc.args, " "), job.Fields["Licenses"], err, tc.want)
+		}
+		if _, err := c.Run("scancel", strconv.FormatUint(uint64(id), 10)); err != nil {
+			t.Error(err)
+		}
 	}
-	if job, err := c.Wait(id); err != nil || job.Fields["Licenses"] != "strata_bw:20" {
-		t.Errorf("job with --comment=bw=20: licenses %q, %v", job.Fields["Licenses"], err)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--storage-tier=capacity=1G,bw=lots"}, `sbatch: error: storage-tier: item "bw=lots": bw must be a drain rate like 2G or 500M (bytes per second)`},
+		{[]string{"--storage-tier=bw=200000G"}, `sbatch: error: storage-tier: item "bw=200000G": bw must be at most 100000G`},
+		{[]string{"--storage-tier=capacity=1G,qos=rebuild"}, `sbatch: error: storage-tier: item "qos=rebuild": qos=rebuild is the data servers' own class; a job may ask for io, stage, drain`},
+		{[]string{"--comment=bw=lots"}, "sbatch: error: strata: bw=lots: want a whole number of GiB/s"},
+	} {
+		_, err := c.Sbatch(append([]string{"-J", "refused-bw"}, append(tc.args, "--wrap", "true")...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("sbatch %s: %v, want %q", strings.Join(tc.args, " "), err, tc.want)
+		}
 	}
-	_, err = c.Sbatch("--comment=bw=lots", "--wrap", "true")
-	if want := "sbatch: error: strata: bw=lots: want a whole number of GB/s"; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("--comment=bw=lots: %v, want %q", err, want)
+	if out, err := c.Run("squeue", "-h", "-t", "all", "-n", "refused-bw"); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("after refused bw= submissions squeue shows %q (err %v), want nothing", out, err)
 	}
 	body, err := c.REST("/slurm/v0.0.38/licenses")
 	if err != nil || !strings.Contains(body, `"LicenseName": "strata_bw"`) || !strings.Contains(body, `"Total": 100`) {
