@@ -318,6 +318,13 @@ func (s *Server) read(ctx context.Context, h Handle, herr error, uid uint32, r *
 	if rpc.ToErrno(err) == syscall.ENOENT {
 		got, err = 0, nil // an unwritten column reads as zeros
 	}
+	if err == nil {
+		// The data server's checksums of what it sent (rpc.AppendSums):
+		// bytes that went wrong on the way are an I/O error, not data.
+		if cerr := rpc.CheckSums(colOff, resp.Sums, buf[:got]); cerr != nil {
+			err = fmt.Errorf("%w (%w)", cerr, syscall.EIO)
+		}
+	}
 	if err != nil {
 		return fail(status3(err))
 	}
@@ -361,7 +368,8 @@ func (s *Server) write(ctx context.Context, h Handle, herr error, uid uint32, r 
 		return fail(nfs3ErrInval)
 	}
 	tok := s.token(h, capability.OpWrite)
-	req := rpc.DSReq{Cap: tok, ID: s.id(h), Off: colOff}
+	// A data server stores nothing without its checksums (rpc.AppendSums).
+	req := rpc.DSReq{Cap: tok, ID: s.id(h), Off: colOff, Sums: rpc.AppendSums(nil, colOff, data[:n])}
 	if _, err := s.rc.CallData(ctx, s.cfg.DSAddr, rpc.DWrite, &req, data[:n], &rpc.DSResp{}, nil); err != nil {
 		return fail(status3(err))
 	}
