@@ -18,6 +18,14 @@ spec wins when both are given. A job that asks for strata_bw licenses itself
 (-L strata_bw:N) keeps its own request.
 ]]
 
+-- HOLD_FOR_CONTROLLER submits every job that asks for drain bandwidth held,
+-- with a comment that says so, for Strata's drain-bandwidth controller
+-- (docs/slurm.md) to release once the global namespace can absorb its drain.
+-- Off, Slurm starts such a job as soon as its licenses are free, and the
+-- controller can only hold the jobs it still finds pending.
+local HOLD_FOR_CONTROLLER = false
+local HOLD_COMMENT = "strata-hold: waiting for the drain-bandwidth controller"
+
 local LICENSE = "strata_bw"
 local MAX_BW = 100000 -- licenses, as jobtier.MaxLicenses
 local UNIT = 1073741824 -- bytes per second per license, as jobtier.LicenseUnit
@@ -101,11 +109,20 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 		slurm.log_user("strata: %s", err)
 		return slurm.ERROR
 	end
-	if n == nil then
+	local lic = job_desc.licenses
+	local own = lic ~= nil and string.find("," .. lic .. ",", "," .. LICENSE .. "[:,]") ~= nil
+	if n == nil and not own then
 		return slurm.SUCCESS
 	end
-	local lic = job_desc.licenses
-	if lic ~= nil and string.find("," .. lic .. ",", "," .. LICENSE .. "[:,]") then
+	if HOLD_FOR_CONTROLLER and job_desc.priority ~= 0 then -- 0: the user's own --hold
+		job_desc.priority = 0
+		if job_desc.comment ~= nil and job_desc.comment ~= "" then
+			job_desc.comment = HOLD_COMMENT .. "; comment was: " .. job_desc.comment
+		else
+			job_desc.comment = HOLD_COMMENT
+		end
+	end
+	if own then
 		return slurm.SUCCESS -- the job asked for the license itself
 	end
 	if lic == nil or lic == "" then

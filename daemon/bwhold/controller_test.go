@@ -1,0 +1,203 @@
+package bwhold
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/slurmrest"
+	"github.com/strata-hpc/strata/internal/slurmtest"
+	"github.com/strata-hpc/strata/jobtier"
+)
+
+// backlog is the drain demand the test forces: the bandwidth ledger of
+// the global MDS is not there yet to report a real one.
+type backlog struct{ v atomic.Int64 }
+
+func (b *backlog) DrainDemand(context.Context) (int64, error) { return b.v.Load(), nil }
+
+// gateLua installs contrib/slurm/job_submit.lua with HOLD_FOR_CONTROLLER
+// on, as a site running the controller would.
+func gateLua(t *testing.T) {
+	root := slurmtest.RepoRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "contrib", "slurm", "job_submit.lua"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := bytes.Replace(b, []byte("local HOLD_FOR_CONTROLLER = false"), []byte("local HOLD_FOR_CONTROLLER = true"), 1)
+	if bytes.Equal(on, b) {
+		t.Fatal("job_submit.lua has no 'local HOLD_FOR_CONTROLLER = false' line")
+	}
+	p := filepath.Join(t.TempDir(), "job_submit.lua")
+	if err := os.WriteFile(p, on, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STRATA_DEVCLUSTER_JOB_SUBMIT", p)
+}
+
+// submitAsNobody submits a job as an ordinary user: slurmrestd's
+// rest_auth/local acts as its own user (nobody), who may hold, release
+// and comment on nobody's jobs.
+func submitAsNobody(t *testing.T, c *slurmtest.Cluster, args ...string) uint32 {
+	t.Helper()
+	a := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "sbatch", "--parsable"}, args...)
+	out, err := c.Run("setpriv", a...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(out), 10, 32)
+	if err != nil {
+		t.Fatalf("sbatch printed %q", out)
+	}
+	return uint32(id)
+}
+
+// squeueLine polls squeue's "STATE REASON COMMENT" of a job until it has
+// want in it, for up to 20 s.
+func squeueLine(t *testing.T, c *slurmtest.Cluster, id uint32, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, err := c.Run("squeue", "-h", "-j", strconv.FormatUint(uint64(id), 10), "-o", "%T %r %k")
+		if err == nil && strings.Contains(out, want) {
+			return strings.TrimSpace(out)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d: squeue shows %q (%v), want %q in it", id, out, err, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestHoldAndReleaseOnRealSlurm: with the drain backlog forced above the
+// capacity, a newly submitted tier job stays pending with the reason in
+// the comment its user sees in squeue; it starts by itself once the
+// backlog clears, with its own comment back. Then, with slurmrestd
+// stopped, the controller changes nothing and logs once a minute.
+func TestHoldAndReleaseOnRealSlurm(t *testing.T) {
+	gateLua(t)
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, REST: true, NoSpank: true})
+	cl, err := slurmrest.New(slurmrest.Config{Endpoint: "unix:" + filepath.Join(c.Dir, "run", "rest", "slurmrestd.sock"), Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var bl backlog
+	bl.v.Store(3 * jobtier.LicenseUnit)
+	var logBuf syncBuffer
+	cfg := DefaultConfig()
+	cfg.Capacity, cfg.Interval = 4*jobtier.LicenseUnit, 200*time.Millisecond
+	ctl, err := New(cfg, Deps{Slurm: cl, Demand: &bl, Log: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+
+	out := filepath.Join(c.Dir, "out", "bw.out")
+	id := submitAsNobody(t, c, "-L", "strata_bw:2", "--comment=my run", "-o", out, "--wrap", "echo drained-job-ran")
+	line := squeueLine(t, c, id, "waiting for drain bandwidth")
+	want := "PENDING JobHeldUser strata-hold: waiting for drain bandwidth: 3 GiB/s in use or owed + 2 GiB/s for this job > 4 GiB/s capacity; comment was: my run"
+	if line != want {
+		t.Errorf("squeue of the held job:\n got %s\nwant %s", line, want)
+	}
+	// A job the user holds is not the controller's to release.
+	own := submitAsNobody(t, c, "--hold", "-L", "strata_bw:1", "-o", "/dev/null", "--wrap", "true")
+
+	bl.v.Store(1 * jobtier.LicenseUnit) // the backlog clears: 1 + 2 <= 4
+	rec, err := c.Wait(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.State != "COMPLETED" || rec.Fields["Comment"] != "my" { // scontrol -o splits "my run" at the space
+		t.Errorf("released job: state %s comment %q, want COMPLETED with its own comment back", rec.State, rec.Fields["Comment"])
+	}
+	if b, err := os.ReadFile(out); err != nil || strings.TrimSpace(string(b)) != "drained-job-ran" {
+		t.Errorf("job output %q (%v)", b, err)
+	}
+	if j, err := cl.Job(context.Background(), own); err != nil || !j.Held() || strings.HasPrefix(j.Comment, HoldPrefix) {
+		t.Errorf("the user's own held job: %+v %v, want still held, no strata comment", j, err)
+	}
+	if err := ctl.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// slurmrestd stopped: every pass fails, jobs stay as they are, and
+	// the failure is logged once a minute, not once a pass.
+	bl.v.Store(0)
+	stopRest(t, c)
+	now := time.Unix(1_800_000_000, 0)
+	var quiet syncBuffer
+	off, err := New(cfg, Deps{Slurm: cl, Demand: &bl, Log: slog.New(slog.NewTextHandler(&quiet, nil)), Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 7; i++ { // 0 s .. 60 s in steps of 10 s
+		err := off.Step(context.Background())
+		if err == nil {
+			t.Fatal("a pass with slurmrestd stopped succeeded")
+		}
+		off.report(err)
+		now = now.Add(10 * time.Second)
+	}
+	if n := strings.Count(quiet.String(), "pass failed, jobs left untouched"); n != 2 {
+		t.Errorf("7 failed passes over 60 s logged %d times, want 2 (at 0 s and 60 s):\n%s", n, quiet.String())
+	}
+	if !strings.Contains(quiet.String(), "failures_not_logged=5") {
+		t.Errorf("the second line does not count the 5 failures it left out:\n%s", quiet.String())
+	}
+	if rec, err := c.ShowJob(own); err != nil || rec.Fields["JobState"] != "PENDING" || rec.Fields["Reason"] != "JobHeldUser" {
+		t.Errorf("user-held job after failed passes: %v %v", rec.Fields, err)
+	}
+}
+
+// stopRest stops the cluster's slurmrestd by its PID file.
+func stopRest(t *testing.T, c *slurmtest.Cluster) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.Dir, "run", "slurmrestd.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		if syscall.Kill(pid, 0) != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
