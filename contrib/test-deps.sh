@@ -3,7 +3,7 @@
 # are missing, so that it is a no-op on a machine that has them: Go itself
 # (not from apt: Debian's is too old, see README.md), a C compiler for the
 # race detector and the C plugins, FUSE and fio for the mount tests,
-# OpenMPI for the MPI-IO tests, Slurm with munge and slurmrestd for the
+# OpenMPI for the MPI-IO tests, Slurm with munge, slurmrestd and auth/jwt for the
 # job-tier tests, qemu with a Debian 6.1 kernel and a static busybox for
 # the NFS tests, which boot the real Linux NFS client (internal/nfsguest),
 # and lintian and dpkg-repack for the Debian package's test
@@ -14,7 +14,7 @@ PACKAGES=(
 	gcc libc6-dev git make
 	fuse3 fio attr
 	openmpi-bin libopenmpi-dev
-	slurm-wlm slurmrestd libslurm-dev munge
+	slurm-wlm slurmrestd slurm-wlm-jwt-plugin libslurm-dev munge
 	qemu-system-x86 linux-image-amd64 busybox-static xz-utils
 	lintian dpkg-repack
 )

@@ -60,7 +60,7 @@ if [ -n "$stepds" ]; then
 fi
 
 # 3. slurmrestd, the slurmds, slurmctld
-stop_pids 3 $(pidfile_pid "$DIR/run/slurmrestd.pid" slurmrestd)
+stop_pids 3 $(pidfile_pid "$DIR/run/slurmrestd.pid" slurmrestd) $(pidfile_pid "$DIR/run/slurmrestd-jwt.pid" slurmrestd)
 sd=""
 for f in "$DIR"/run/slurmd.*.pid; do [ -e "$f" ] && sd="$sd $(pidfile_pid "$f" slurmd)"; done
 stop_pids 5 $sd

@@ -23,6 +23,9 @@
 #   STRATA_DEVCLUSTER_LICENSES      slurm.conf Licenses= (default strata_bw:100)
 #   STRATA_DEVCLUSTER_CRED_EXPIRE   slurm.conf AuthInfo cred_expire= seconds (default: Slurm's 120),
 #                                   also how long a requeued job waits before it may start again
+#   STRATA_DEVCLUSTER_JWT           1: auth/jwt too, and a second slurmrestd
+#                                   (rest_auth/jwt) on 127.0.0.1, its URL in
+#                                   $DIR/run/rest/jwt-url (default 0)
 #   STRATA_DEVCLUSTER_JOB_SUBMIT    job_submit.lua to install ("" for none;
 #                                   default: contrib/slurm/job_submit.lua)
 set -euo pipefail
@@ -41,6 +44,7 @@ SPANK_ARGS=${STRATA_DEVCLUSTER_SPANK_ARGS:-}
 LICENSES=${STRATA_DEVCLUSTER_LICENSES:-strata_bw:100}
 CRED_EXPIRE=${STRATA_DEVCLUSTER_CRED_EXPIRE:+,cred_expire=$STRATA_DEVCLUSTER_CRED_EXPIRE}
 JOB_SUBMIT=${STRATA_DEVCLUSTER_JOB_SUBMIT-$ROOT/contrib/slurm/job_submit.lua}
+JWT=${STRATA_DEVCLUSTER_JWT:-0}
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 export SLURM_CONF=$DIR/etc/slurm.conf
 
@@ -141,6 +145,12 @@ if [ -n "$SPANK" ]; then
 	echo "required $SPANK strata=$STRATA socket=$AGENT_SOCKET default_mount=$DIR/mnt/%j $SPANK_ARGS" > "$DIR/etc/plugstack.conf"
 fi
 SUBMIT=""
+JWTCONF=""
+if [ "$JWT" = 1 ]; then   # auth/jwt beside munge: scontrol token, slurmrestd rest_auth/jwt
+	[ -s "$DIR/etc/jwt_hs256.key" ] || dd if=/dev/urandom of="$DIR/etc/jwt_hs256.key" bs=32 count=1 2>/dev/null
+	chmod 600 "$DIR/etc/jwt_hs256.key"
+	JWTCONF="AuthAltTypes=auth/jwt"$'\n'"AuthAltParameters=jwt_key=$DIR/etc/jwt_hs256.key"
+fi
 if [ -n "$JOB_SUBMIT" ]; then
 	cp "$JOB_SUBMIT" "$DIR/etc/job_submit.lua"
 	SUBMIT="JobSubmitPlugins=lua"
@@ -182,6 +192,7 @@ MpiDefault=none
 SwitchType=switch/none
 Licenses=$LICENSES
 $SUBMIT
+$JWTCONF
 SlurmctldTimeout=30
 SlurmdTimeout=30
 InactiveLimit=0
@@ -231,6 +242,19 @@ if [ "$REST" = 1 ] && command -v slurmrestd >/dev/null; then
 	for _ in $(seq 1 50); do [ -S "$DIR/run/rest/slurmrestd.sock" ] && break; sleep 0.1; done
 	[ -S "$DIR/run/rest/slurmrestd.sock" ] || die "slurmrestd did not start; see $DIR/log/slurmrestd.log"
 	say "slurmrestd up"
+	if [ "$JWT" = 1 ]; then
+		# A second slurmrestd for JWT on 127.0.0.1: without SLURM_JWT=daemon it
+		# rejects valid tokens, and with it it cannot serve rest_auth/local.
+		JWT_PORT=$((19200 + (16#$ID % 100) * 5))
+		while in_use "$JWT_PORT"; do JWT_PORT=$((JWT_PORT + 1)); done
+		SLURM_JWT=daemon setsid slurmrestd -u nobody -s openapi/v0.0.36,openapi/v0.0.37,openapi/v0.0.38 -a rest_auth/jwt \
+			"127.0.0.1:$JWT_PORT" </dev/null >"$DIR/log/slurmrestd-jwt.log" 2>&1 &
+		echo $! > "$DIR/run/slurmrestd-jwt.pid"
+		for _ in $(seq 1 50); do in_use "$JWT_PORT" && break; sleep 0.1; done
+		in_use "$JWT_PORT" || die "slurmrestd (jwt) did not start; see $DIR/log/slurmrestd-jwt.log"
+		echo "http://127.0.0.1:$JWT_PORT" > "$DIR/run/rest/jwt-url"
+		say "slurmrestd (jwt) up on 127.0.0.1:$JWT_PORT"
+	fi
 fi
 
 cat > "$DIR/env.sh" <<ENV
@@ -238,6 +262,7 @@ cat > "$DIR/env.sh" <<ENV
 export STRATA_DEVCLUSTER_DIR=$DIR
 export SLURM_CONF=$SLURM_CONF
 export SLURMRESTD_SOCKET=$DIR/run/rest/slurmrestd.sock
+$( [ -s "$DIR/run/rest/jwt-url" ] && echo "export SLURMRESTD_URL=$(cat "$DIR/run/rest/jwt-url")   # JWT: eval \$(scontrol token username=root)" )
 export STRATA_AGENT_SOCKET='$AGENT_SOCKET'
 ENV
 say "ready: source $DIR/env.sh"

@@ -86,7 +86,7 @@ func squeueLine(t *testing.T, c *slurmtest.Cluster, id uint32, want string) stri
 // stopped, the controller changes nothing and logs once a minute.
 func TestHoldAndReleaseOnRealSlurm(t *testing.T) {
 	gateLua(t)
-	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, REST: true, NoSpank: true})
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, REST: true, JWT: true, NoSpank: true})
 	cl, err := slurmrest.New(slurmrest.Config{Endpoint: "unix:" + filepath.Join(c.Dir, "run", "rest", "slurmrestd.sock"), Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -134,33 +134,57 @@ func TestHoldAndReleaseOnRealSlurm(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// slurmrestd stopped: every pass fails, jobs stay as they are, and
-	// the failure is logged once a minute, not once a pass.
+	// A job the controller would release at once (no backlog), and
+	// slurmrestd answering 401 (no token), then stopped: every pass fails,
+	// the job stays as it is, and the failure is logged once a minute.
 	bl.v.Store(0)
-	stopRest(t, c)
-	now := time.Unix(1_800_000_000, 0)
-	var quiet syncBuffer
-	off, err := New(cfg, Deps{Slurm: cl, Demand: &bl, Log: slog.New(slog.NewTextHandler(&quiet, nil)), Now: func() time.Time { return now }})
+	waiting := submitAsNobody(t, c, "-L", "strata_bw:1", "-o", "/dev/null", "--wrap", "true")
+	before := squeueLine(t, c, waiting, "waiting for the drain-bandwidth controller")
+	url, err := c.RESTURL()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 7; i++ { // 0 s .. 60 s in steps of 10 s
-		err := off.Step(context.Background())
-		if err == nil {
-			t.Fatal("a pass with slurmrestd stopped succeeded")
-		}
-		off.report(err)
-		now = now.Add(10 * time.Second)
+	noToken, err := slurmrest.New(slurmrest.Config{Endpoint: url, UserName: "root"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := strings.Count(quiet.String(), "pass failed, jobs left untouched"); n != 2 {
-		t.Errorf("7 failed passes over 60 s logged %d times, want 2 (at 0 s and 60 s):\n%s", n, quiet.String())
-	}
-	if !strings.Contains(quiet.String(), "failures_not_logged=5") {
-		t.Errorf("the second line does not count the 5 failures it left out:\n%s", quiet.String())
+	defer noToken.Close()
+	failingPasses(t, cfg, noToken, &bl, slurmrest.ErrUnauthorized)
+	stopRest(t, c)
+	failingPasses(t, cfg, cl, &bl, nil) // connection refused, or no socket
+	if after := squeueLine(t, c, waiting, "waiting for"); after != before {
+		t.Errorf("job %d changed while slurmrestd failed:\n%s\n%s", waiting, before, after)
 	}
 	if rec, err := c.ShowJob(own); err != nil || rec.Fields["JobState"] != "PENDING" || rec.Fields["Reason"] != "JobHeldUser" {
 		t.Errorf("user-held job after failed passes: %v %v", rec.Fields, err)
 	}
+}
+
+// failingPasses runs 7 passes 10 s apart, all of which must fail (with
+// want, if not nil), and checks that they were logged twice: at 0 s and at 60 s.
+func failingPasses(t *testing.T, cfg Config, s Slurm, d Demand, want error) {
+	t.Helper()
+	now := time.Unix(1_800_000_000, 0)
+	var log syncBuffer
+	ctl, err := New(cfg, Deps{Slurm: s, Demand: d, Log: slog.New(slog.NewTextHandler(&log, nil)), Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 7; i++ {
+		err := ctl.Step(context.Background())
+		if err == nil || want != nil && !errors.Is(err, want) {
+			t.Fatalf("pass %d: %v, want %v", i, err, want)
+		}
+		ctl.report(err)
+		now = now.Add(10 * time.Second)
+	}
+	if n := strings.Count(log.String(), "pass failed, jobs left untouched"); n != 2 {
+		t.Errorf("7 failed passes over 60 s logged %d times, want 2 (at 0 s and 60 s):\n%s", n, log.String())
+	}
+	if !strings.Contains(log.String(), "failures_not_logged=5") {
+		t.Errorf("the second line does not count the 5 failures it left out:\n%s", log.String())
+	}
+	t.Logf("logged:\n%s", log.String())
 }
 
 // stopRest stops the cluster's slurmrestd by its PID file.

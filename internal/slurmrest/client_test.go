@@ -195,3 +195,62 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestJWTOnRealSlurmrestd talks to a rest_auth/jwt slurmrestd over TCP:
+// root's token may release and comment on anyone's job (an operator);
+// no token is HTTP 401; a bad token reaches slurmctld, which refuses it,
+// and slurmrestd 22.05 reports that as HTTP 500 "Unspecified error".
+func TestJWTOnRealSlurmrestd(t *testing.T) {
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: 1, REST: true, JWT: true, NoSpank: true})
+	url, err := c.RESTURL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c.Token("root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cl, err := slurmrest.New(slurmrest.Config{Endpoint: url, UserName: "root", Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.Ping(ctx); err != nil {
+		t.Fatalf("ping with root's token: %v", err)
+	}
+	id, err := c.Sbatch("--hold", "-o", "/dev/null", "--wrap", "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.SetComment(ctx, id, "set-over-jwt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Release(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := c.Wait(id)
+	if err != nil || rec.State != "COMPLETED" || rec.Fields["Comment"] != "set-over-jwt" {
+		t.Errorf("root's job released over JWT: %s comment %q (%v), want COMPLETED with the comment", rec.State, rec.Fields["Comment"], err)
+	}
+
+	none, err := slurmrest.New(slurmrest.Config{Endpoint: url, UserName: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer none.Close()
+	_, err = none.Jobs(ctx)
+	var se *slurmrest.Error
+	if !errors.Is(err, slurmrest.ErrUnauthorized) || !errors.As(err, &se) || se.Status != 401 || !strings.Contains(err.Error(), "Authentication failure") {
+		t.Errorf("jobs without a token: %v, want HTTP 401 Authentication failure", err)
+	}
+	bad, err := slurmrest.New(slurmrest.Config{Endpoint: url, UserName: "root", Token: "not-a-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	_, err = bad.Jobs(ctx)
+	if !errors.As(err, &se) || se.Status != 500 || !strings.Contains(err.Error(), "Unspecified error") {
+		t.Errorf("jobs with a bad token: %v, want HTTP 500 Unspecified error", err)
+	}
+}

@@ -27,6 +27,9 @@ type Options struct {
 	// takes $STRATA_DEVCLUSTER_MODE, else auto.
 	Mode string
 	REST bool // start slurmrestd on Dir/run/rest/slurmrestd.sock
+	// JWT (with REST) adds auth/jwt to slurm.conf and a second slurmrestd
+	// with rest_auth/jwt on 127.0.0.1 (Cluster.RESTURL, Cluster.Token).
+	JWT bool
 	// NoSpank runs Slurm without Strata's SPANK plugin.
 	NoSpank bool
 	// Strata is the strata binary the plugin runs; "" builds ./cmd/strata.
@@ -93,9 +96,12 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.Mode == "" {
 		opts.Mode = os.Getenv("STRATA_DEVCLUSTER_MODE") // a developer's choice for the whole run
 	}
-	rest := "0"
+	rest, jwt := "0", "0"
 	if opts.REST {
 		rest = "1"
+	}
+	if opts.JWT {
+		jwt = "1"
 	}
 	cmd := exec.Command(filepath.Join(root, "contrib", "devcluster", "up.sh"))
 	cmd.Env = append(os.Environ(),
@@ -103,6 +109,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		"STRATA_DEVCLUSTER_NODES="+strconv.Itoa(opts.Nodes),
 		"STRATA_DEVCLUSTER_MODE="+opts.Mode,
 		"STRATA_DEVCLUSTER_REST="+rest,
+		"STRATA_DEVCLUSTER_JWT="+jwt,
 		"STRATA_DEVCLUSTER_SPANK="+spank,
 		"STRATA_DEVCLUSTER_STRATA="+c.Strata,
 		"STRATA_DEVCLUSTER_AGENT_SOCKET="+c.AgentSocket,
@@ -286,6 +293,26 @@ func (c *Cluster) REST(path string) (string, error) {
 		err = fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
 	return string(b), err
+}
+
+// RESTURL is the http://127.0.0.1:PORT of the cluster's rest_auth/jwt
+// slurmrestd (Options.JWT).
+func (c *Cluster) RESTURL() (string, error) {
+	b, err := os.ReadFile(filepath.Join(c.Dir, "run", "rest", "jwt-url"))
+	return strings.TrimSpace(string(b)), err
+}
+
+// Token returns a JWT for user (scontrol token), valid for an hour.
+func (c *Cluster) Token(user string) (string, error) {
+	out, err := c.Run("scontrol", "token", "username="+user, "lifespan=3600")
+	if err != nil {
+		return "", err
+	}
+	tok, ok := strings.CutPrefix(strings.TrimSpace(out), "SLURM_JWT=")
+	if !ok || tok == "" {
+		return "", fmt.Errorf("scontrol token printed %q", out)
+	}
+	return tok, nil
 }
 
 // Job is a job's record in slurmctld (scontrol show job).
