@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/qos"
 )
 
 // DefaultMDS is the address every client command targets unless told
@@ -29,6 +30,9 @@ type Config struct {
 	// FailoverTimeout is how long a call keeps trying other MDS replicas
 	// while none leads (an election); default 15s.
 	FailoverTimeout time.Duration
+	// Tag is the QoS tag of files opened without one (WithTag): the job
+	// this client serves and its class; default no job, class io.
+	Tag qos.Tag
 }
 
 // DefaultConfig returns the defaults: the dev MDS, this process's identity.

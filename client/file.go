@@ -14,6 +14,7 @@ import (
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/capability"
 	"github.com/strata-hpc/strata/layout"
+	"github.com/strata-hpc/strata/qos"
 )
 
 const writeOnly = os.O_WRONLY
@@ -29,6 +30,7 @@ type File struct {
 	ino  uint64
 	// created: this handle's open made the file (rpc.LayoutGetReq.Created)
 	created bool
+	tag     qos.Tag // QoS tag asked for at every LAYOUTGET
 
 	mu     sync.Mutex   // guards the fields below
 	view   *view        // layout and token; replaced on refresh
@@ -102,7 +104,7 @@ func (c *Client) OpenFileLayout(ctx context.Context, name string, flag int, perm
 // created says this client just made the file (its owner may write it
 // whatever the mode, as open(2) with O_CREAT).
 func (c *Client) open(ctx context.Context, name string, ino uint64, flag int, created bool) (*File, *rpc.Attr, error) {
-	f := &File{c: c, ctx: ctx, name: name, flag: flag &^ (os.O_CREATE | os.O_EXCL), ino: ino, dirty: map[int]bool{}, created: created}
+	f := &File{c: c, ctx: ctx, name: name, flag: flag &^ (os.O_CREATE | os.O_EXCL), ino: ino, dirty: map[int]bool{}, created: created, tag: c.tagFor(ctx)}
 	a, err := f.refreshAttr(ctx)
 	if err != nil {
 		return nil, nil, pathErr("open", name, err)

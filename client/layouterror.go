@@ -152,7 +152,7 @@ func sortedErrors(m map[int]rpc.ComponentError) []rpc.ComponentError {
 // MDS answers with.
 func (f *File) layoutError(ctx context.Context, v *view, errs []rpc.ComponentError) error {
 	var r rpc.LayoutGetResp
-	req := rpc.LayoutErrorReq{Ino: f.ino, Gen: v.lay.Generation, Write: f.writable(), Errors: errs}
+	req := rpc.LayoutErrorReq{Ino: f.ino, Gen: v.lay.Generation, Write: f.writable(), Errors: errs, Job: f.tag.Job, Class: uint8(f.tag.Class)}
 	if err := f.c.mds(ctx, rpc.MLayoutError, &req, &r); err != nil {
 		return err
 	}

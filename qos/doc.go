@@ -1,7 +1,7 @@
-// Package qos holds Strata's bandwidth policy: token buckets that pace
-// background work (rebuild, scrub) so that foreground I/O keeps its share.
-// ARCHITECTURE.md gives it schedulers, the bandwidth ledger and Slurm
-// admission too; only the bucket exists so far.
+// Package qos holds Strata's bandwidth policy: the QoS classes and tags
+// (class.go), the policy document an admin sets (policy.go), the
+// scheduler every data server runs at its door (scheduler.go), and token
+// buckets that pace background work (bucket.go).
 //
 // It is a pure policy package: it imports the standard library only, no
 // daemon, transport, raft, FUSE or gopsutil.

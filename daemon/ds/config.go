@@ -38,6 +38,13 @@ type Config struct {
 	ScrubInterval     time.Duration // a scrub pass starts this often (scrub.go); default 7 days; negative: only on demand
 	ScrubRate         int64         // bytes per second a scrub pass reads at most; default 32 MiB/s; negative: unlimited
 
+	// QoSBandwidth is the bytes a second the QoS scheduler lets through
+	// (the disk's bandwidth); 0: unpaced, requests are ordered by the
+	// policy only when QoSMaxInflight are in service (docs/qos.md).
+	QoSBandwidth   int64
+	QoSMaxInflight int // reads and writes served at once; default qos.DefaultMaxInflight
+	QoSMaxQueued   int // reads and writes waiting; one more is answered EBUSY; default qos.DefaultMaxQueued
+
 	// RPC bounds the server: body limits, timeouts, connections per
 	// peer, request-body memory (rpc.ServerConfig); zero fields take
 	// rpc's defaults.
@@ -102,6 +109,9 @@ func (c Config) Validate() error {
 	}
 	if c.HeartbeatInterval < 0 {
 		return fmt.Errorf("%w: heartbeat interval %v is negative", ErrConfig, c.HeartbeatInterval)
+	}
+	if c.QoSBandwidth < 0 || c.QoSMaxInflight < 0 || c.QoSMaxQueued < 0 {
+		return fmt.Errorf("%w: qos bandwidth, max inflight and max queued must not be negative", ErrConfig)
 	}
 	if c.BlockSize != 0 && !validBlockSize(c.BlockSize) {
 		return fmt.Errorf("%w: block size %d is not a power of two in [%d, %d]", ErrConfig, c.BlockSize, MinBlockSize, MaxBlockSize)

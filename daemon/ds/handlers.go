@@ -64,7 +64,7 @@ func (s *Server) end(start time.Time) {
 
 // handleWrite writes the request's data at req.Off. in is the request
 // body and is written to disk without a copy.
-func (s *Server) handleWrite(_ context.Context, req *rpc.DSReq, in []byte, _ *rpc.Data) (*rpc.DSResp, error) {
+func (s *Server) handleWrite(ctx context.Context, req *rpc.DSReq, in []byte, _ *rpc.Data) (*rpc.DSResp, error) {
 	start, err := s.begin(req, capability.OpWrite)
 	if err != nil {
 		return nil, err
@@ -73,6 +73,11 @@ func (s *Server) handleWrite(_ context.Context, req *rpc.DSReq, in []byte, _ *rp
 	if len(in) > rpc.MaxData {
 		return nil, wireError(fmt.Errorf("%w: write of %d bytes exceeds %d", ErrRange, len(in), rpc.MaxData))
 	}
+	release, err := s.admit(ctx, &req.Cap, int64(len(in)))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	size, err := s.store.write(req.ID, req.Off, in, req.Sums)
 	if err != nil {
 		return nil, wireError(err)
@@ -81,7 +86,7 @@ func (s *Server) handleWrite(_ context.Context, req *rpc.DSReq, in []byte, _ *rp
 }
 
 // handleRead reads straight into the transport's reply buffer.
-func (s *Server) handleRead(_ context.Context, req *rpc.DSReq, _ []byte, out *rpc.Data) (*rpc.DSResp, error) {
+func (s *Server) handleRead(ctx context.Context, req *rpc.DSReq, _ []byte, out *rpc.Data) (*rpc.DSResp, error) {
 	start, err := s.begin(req, capability.OpRead)
 	if err != nil {
 		return nil, err
@@ -90,6 +95,11 @@ func (s *Server) handleRead(_ context.Context, req *rpc.DSReq, _ []byte, out *rp
 	if req.Len > rpc.MaxData {
 		return nil, wireError(fmt.Errorf("%w: read of %d bytes exceeds %d", ErrRange, req.Len, rpc.MaxData))
 	}
+	release, err := s.admit(ctx, &req.Cap, int64(req.Len))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	sums := make([]byte, 0, rpc.SumCount(req.Off, int(req.Len))*rpc.SumSize)
 	n, size, err := s.store.read(req.ID, req.Off, req.Len, out, &sums)
 	if err != nil {

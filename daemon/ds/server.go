@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/qos"
 )
 
 // Deps are the data server's collaborators; nil fields take defaults.
@@ -31,6 +32,7 @@ type Server struct {
 	rpc    *rpc.Server
 	hb     *rpc.Client
 	scrub  *scrubber
+	qos    *qos.Scheduler // shares the server between classes and jobs (qos.go)
 	ready  chan struct{}
 
 	busy atomic.Int64 // nanoseconds spent in component calls, for Load
@@ -77,6 +79,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		ready:  make(chan struct{}),
 	}
 	s.scrub = newScrubber(s)
+	s.qos = qos.NewScheduler(qos.SchedulerConfig{
+		Capacity: cfg.QoSBandwidth, MaxInflight: cfg.QoSMaxInflight, MaxQueued: cfg.QoSMaxQueued, Clock: deps.Clock,
+	})
 	mux := rpc.NewMux()
 	s.register(mux)
 	s.rpc, err = rpc.NewServer(mux, log, cfg.RPC)
@@ -158,6 +163,7 @@ func (s *Server) Close() error {
 	started := s.started
 	s.mu.Unlock()
 
+	s.qos.Close() // queued calls end now: Shutdown waits for the calls in flight
 	var err error
 	if started {
 		s.cancel()

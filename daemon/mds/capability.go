@@ -1,9 +1,11 @@
 package mds
 
 import (
+	"syscall"
 	"time"
 
 	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/qos"
 )
 
 // adminTokenTTL is how long an admin token the MDS makes for itself (to
@@ -12,7 +14,7 @@ const adminTokenTTL = time.Minute
 
 // grant returns a capability for generation gen of file ino: read, or read
 // and write, valid for Config.CapabilityTTL, signed with the cluster secret.
-func (s *Server) grant(ino, gen uint64, write bool) capability.Token {
+func (s *Server) grant(ino, gen uint64, write bool, tag qos.Tag) capability.Token {
 	ops := capability.OpRead
 	if write {
 		ops |= capability.OpWrite
@@ -22,9 +24,34 @@ func (s *Server) grant(ino, gen uint64, write bool) capability.Token {
 		Gen:    gen,
 		Ops:    ops,
 		Expiry: s.clock().Add(s.cfg.CapabilityTTL).UnixNano(),
+		Job:    tag.Job,
+		Class:  uint8(tag.Class),
 	}
 	t.Sign(s.cfg.Secret)
 	return t
+}
+
+// clientTag checks the QoS tag a client asks for at LAYOUTGET. A client
+// may name the classes of its own work (io, stage, drain); the repair
+// classes are the servers' own. The MDS cannot tell which Slurm job a
+// process belongs to: the mount (root, trusted like the node) finds it in
+// the caller's cgroup and the agent names its tier's job.
+func clientTag(job string, class uint8) (qos.Tag, error) {
+	c := qos.Class(class)
+	switch c {
+	case qos.ClassIO, qos.ClassStage, qos.ClassDrain:
+	default:
+		return qos.Tag{}, errf(syscall.EINVAL, "qos class %s is not one a client may ask for (io, stage, drain)", c)
+	}
+	if len(job) > qos.MaxJobIDLen {
+		return qos.Tag{}, errf(syscall.EINVAL, "qos job id of %d bytes: at most %d", len(job), qos.MaxJobIDLen)
+	}
+	for _, r := range job {
+		if r <= ' ' || r > '~' {
+			return qos.Tag{}, errf(syscall.EINVAL, "qos job id %q: printable ASCII only", job)
+		}
+	}
+	return qos.Tag{Job: job, Class: c}, nil
 }
 
 // adminToken returns a short-lived admin capability naming the component's

@@ -465,10 +465,14 @@ func (s *Server) statFS(_ context.Context, _ *rpc.Empty) (*rpc.StatFSResp, error
 
 func (s *Server) layoutGet(ctx context.Context, r *rpc.LayoutGetReq) (*rpc.LayoutGetResp, error) {
 	c := s.caller(ctx)
+	tag, err := clientTag(r.Job, r.Class)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.check(func(st *state) error { return st.mayOpen(&c, r.Ino, r.Write, r.Refresh || r.Created) }); err != nil {
 		return nil, err
 	}
-	return s.layoutFor(ctx, r.Ino, r.Write, !r.Refresh)
+	return s.layoutFor(ctx, r.Ino, r.Write, !r.Refresh, tag)
 }
 
 func (s *Server) layoutCommit(ctx context.Context, r *rpc.LayoutCommitReq) (*rpc.AttrResp, error) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/layout"
+	"github.com/strata-hpc/strata/qos"
 )
 
 // LAYOUTERROR and stale components.
@@ -315,7 +316,11 @@ func (s *Server) layoutError(ctx context.Context, r *rpc.LayoutErrorReq) (*rpc.L
 	if len(missing) > 0 {
 		s.markMissing(ctx, r.Ino, r.Gen, missing)
 	}
-	return s.layoutFor(ctx, r.Ino, r.Write, false)
+	tag, err := clientTag(r.Job, r.Class)
+	if err != nil {
+		return nil, err
+	}
+	return s.layoutFor(ctx, r.Ino, r.Write, false, tag)
 }
 
 // layoutReturn accepts a returned layout; a write layout's return ends a
@@ -331,7 +336,7 @@ func (s *Server) layoutReturn(_ context.Context, r *rpc.LayoutReturnReq) (*rpc.E
 // with addresses and stale set, and a capability. A write grant is
 // recorded first (open: a new open, to be returned), so that the layout
 // read is the one after any swap in progress.
-func (s *Server) layoutFor(_ context.Context, ino uint64, write, open bool) (*rpc.LayoutGetResp, error) {
+func (s *Server) layoutFor(_ context.Context, ino uint64, write, open bool, tag qos.Tag) (*rpc.LayoutGetResp, error) {
 	if write {
 		exp := s.clock().Add(s.cfg.CapabilityTTL)
 		if err := s.raiseHorizon(exp); err != nil {
@@ -379,6 +384,6 @@ func (s *Server) layoutFor(_ context.Context, ino uint64, write, open bool) (*rp
 		resp.Layout.Addrs[i] = s.fsm.st.ds[id].Addr
 	}
 	s.fsm.mu.RUnlock()
-	resp.Cap = s.grant(ino, resp.Layout.Generation, write)
+	resp.Cap = s.grant(ino, resp.Layout.Generation, write, tag)
 	return resp, nil
 }

@@ -268,6 +268,11 @@ type LayoutGetReq struct {
 	Write   bool
 	Refresh bool // appended later: an older client sends false
 	Created bool // appended later: an older client sends false
+	// The QoS tag the capability is to carry (qos.Tag): the job the
+	// caller serves (empty: none) and its class, one of io, stage, drain.
+	// Appended later: an older client asks for class io, no job.
+	Job   string
+	Class uint8
 }
 
 // LayoutGetResp answers LayoutGet with fresh attributes (close-to-open).

@@ -34,10 +34,14 @@ const (
 // QoS classes carried in a capability's Class. A data server does not count
 // the calls of the background classes in the load it reports, so that the
 // rebuild manager backs off for foreground I/O only.
+// The numbers are qos.Class's.
 const (
 	ClassForeground uint8 = 0
+	ClassStage      uint8 = 1
+	ClassDrain      uint8 = 2
 	ClassRebuild    uint8 = 3
 	ClassScrub      uint8 = 4
+	ClassRebalance  uint8 = 5
 )
 
 // ComponentError is one failed call to one component.
@@ -57,6 +61,8 @@ type LayoutErrorReq struct {
 	Gen    uint64
 	Write  bool
 	Errors []ComponentError
+	Job    string // appended later: the QoS tag of the new capability (LayoutGetReq)
+	Class  uint8
 }
 
 // LayoutReturnReq is a LAYOUTRETURN; Write says the returned layout was

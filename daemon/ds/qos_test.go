@@ -1,0 +1,214 @@
+package ds
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/qos"
+)
+
+// The QoS tests run a real data server paced to qosBandwidth, well under
+// what a loaded machine serves, so the scheduler and not the CPU is the
+// bottleneck; shares are served bytes counted at the scheduler over a
+// window, and compared as ratios within one run.
+const (
+	qosBandwidth = 4 << 20
+	qosChunk     = 64 << 10
+	qosWindow    = 2500 * time.Millisecond
+)
+
+// qosWorkload is a set of tagged clients streaming to one data server.
+type qosWorkload struct {
+	h      *harness
+	cancel map[string]context.CancelFunc
+	wg     sync.WaitGroup
+	errs   chan error
+}
+
+func newQoSHarness(t *testing.T) *harness {
+	return newHarness(t, func(c *Config, _ *Deps) { c.QoSBandwidth = qosBandwidth })
+}
+
+func (h *harness) tagged(ino uint64, job string, class qos.Class) capability.Token {
+	tok := capability.Token{Ino: ino, Gen: 1, Ops: capability.OpRead | capability.OpWrite,
+		Expiry: time.Now().Add(time.Hour).UnixNano(), Job: job, Class: uint8(class)}
+	tok.Sign(h.secret)
+	return tok
+}
+
+// start runs workers clients for job: drains (and stages) write, io reads.
+// rate > 0 paces the job at the client (bytes a second).
+func (w *qosWorkload) start(job string, class qos.Class, ino uint64, workers int, rate int64) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel[job] = cancel
+	id := rpc.ComponentID{Ino: ino, Gen: 1}
+	tok := w.h.tagged(ino, job, class)
+	var pace *qos.Bucket
+	if rate > 0 {
+		pace = qos.NewBucket(rate, qosChunk, nil)
+	}
+	buf := make([]byte, qosChunk)
+	for k := range workers {
+		w.wg.Go(func() {
+			out := make([]byte, qosChunk)
+			for i := k; ctx.Err() == nil; i += workers {
+				if pace != nil && pace.Wait(ctx, qosChunk) != nil {
+					return
+				}
+				off := uint64(i%32) * qosChunk
+				var err error
+				if class == qos.ClassIO {
+					var resp rpc.DSResp
+					_, err = w.h.c.CallData(ctx, w.h.s.Addr(), rpc.DRead, &rpc.DSReq{Cap: tok, ID: id, Off: off, Len: qosChunk}, nil, &resp, out)
+				} else {
+					var resp rpc.DSResp
+					req := rpc.DSReq{Cap: tok, ID: id, Off: off, Sums: rpc.AppendSums(nil, off, buf)}
+					_, err = w.h.c.CallData(ctx, w.h.s.Addr(), rpc.DWrite, &req, buf, &resp, nil)
+				}
+				if err != nil && ctx.Err() == nil {
+					w.errs <- err
+					return
+				}
+			}
+		})
+	}
+}
+
+func (w *qosWorkload) stop(job string) { w.cancel[job]() }
+
+func (w *qosWorkload) close() {
+	for _, c := range w.cancel {
+		c()
+	}
+	w.wg.Wait()
+}
+
+// served returns the bytes the scheduler served of each job.
+func served(s *Server) map[string]int64 {
+	m := map[string]int64{}
+	for _, j := range s.QoSStats().Jobs {
+		m[j.Job] += j.Served
+	}
+	return m
+}
+
+// measure returns each job's rate (bytes a second) over qosWindow.
+func (w *qosWorkload) measure(t *testing.T) map[string]float64 {
+	t.Helper()
+	time.Sleep(qosWindow / 5) // let the queues settle after a change
+	a, t0 := served(w.h.s), time.Now()
+	time.Sleep(qosWindow)
+	b, t1 := served(w.h.s), time.Now()
+	select {
+	case err := <-w.errs:
+		t.Fatalf("a client failed: %v", err)
+	default:
+	}
+	rates := map[string]float64{}
+	for job, n := range b {
+		rates[job] = float64(n-a[job]) / t1.Sub(t0).Seconds()
+	}
+	return rates
+}
+
+// TestQoSIsolation: a reader keeps its throughput while two drains run,
+// the drains share the rest by their weights, and once the reader stops
+// the drains take the whole server.
+func TestQoSIsolation(t *testing.T) {
+	h := newQoSHarness(t)
+	p := qos.DefaultPolicy()
+	p.Classes["io"] = qos.ClassPolicy{Weight: 4}
+	p.Classes["drain"] = qos.ClassPolicy{Weight: 1}
+	p.Jobs = map[string]qos.JobPolicy{"101": {Weight: 2}, "102": {Weight: 1}}
+	h.s.SetQoSPolicy(p)
+	for ino := uint64(1); ino <= 3; ino++ {
+		h.mustWrite(rpc.ComponentID{Ino: ino, Gen: 1}, 0, make([]byte, 32*qosChunk))
+	}
+	w := &qosWorkload{h: h, cancel: map[string]context.CancelFunc{}, errs: make(chan error, 16)}
+	defer w.close()
+
+	// The reader asks for half the server.
+	w.start("200", qos.ClassIO, 1, 4, qosBandwidth/2)
+	solo := w.measure(t)["200"]
+	w.stop("200")
+
+	w.start("101", qos.ClassDrain, 2, 8, 0)
+	oneDrain := w.measure(t)["101"]
+
+	w.start("102", qos.ClassDrain, 3, 8, 0)
+	w.start("200", qos.ClassIO, 1, 4, qosBandwidth/2)
+	mixed := w.measure(t)
+	w.stop("200")
+	after := w.measure(t)
+	t.Logf("reader solo %.2f MiB/s, with drains %.2f; drains %.2f:%.2f; one drain alone %.2f, two after the reader %.2f+%.2f",
+		solo/(1<<20), mixed["200"]/(1<<20), mixed["101"]/(1<<20), mixed["102"]/(1<<20),
+		oneDrain/(1<<20), after["101"]/(1<<20), after["102"]/(1<<20))
+
+	if r := mixed["200"] / solo; r < 0.8 {
+		t.Errorf("the reader kept %.0f%% of its solo throughput under two drains, want >= 80%%", 100*r)
+	}
+	if e := math.Abs(mixed["101"]/mixed["102"]/2 - 1); e > 0.1 {
+		t.Errorf("drains weighted 2:1 got %.2f:1, an error of %.0f%%, want <= 10%%", mixed["101"]/mixed["102"], 100*e)
+	}
+	if r := (after["101"] + after["102"]) / oneDrain; r < 0.9 {
+		t.Errorf("two drains without the reader got %.0f%% of one drain alone, want >= 90%%", 100*r)
+	}
+}
+
+// TestQoSJobLimit: a job with a limit gets that rate on an idle server.
+func TestQoSJobLimit(t *testing.T) {
+	h := newQoSHarness(t)
+	const limit = 1 << 20
+	p := qos.DefaultPolicy()
+	p.Jobs = map[string]qos.JobPolicy{"300": {Limit: limit}}
+	h.s.SetQoSPolicy(p)
+	w := &qosWorkload{h: h, cancel: map[string]context.CancelFunc{}, errs: make(chan error, 16)}
+	defer w.close()
+	h.mustWrite(rpc.ComponentID{Ino: 1, Gen: 1}, 0, make([]byte, 32*qosChunk))
+	// The limited job reads (class io, whose share is far above the
+	// limit); a drain without a limit takes the rest of the server.
+	w.start("300", qos.ClassIO, 1, 8, 0)
+	w.start("301", qos.ClassDrain, 2, 4, 0)
+	got := w.measure(t)
+	t.Logf("limited job %.2f MiB/s (limit %.2f), unlimited %.2f", got["300"]/(1<<20), float64(limit)/(1<<20), got["301"]/(1<<20))
+	if e := math.Abs(got["300"]/limit - 1); e > 0.1 {
+		t.Errorf("job limited to %d B/s got %.0f B/s, an error of %.0f%%, want <= 10%%", limit, got["300"], 100*e)
+	}
+}
+
+// TestQoSForgedTag: a client that changes the tag of its capability, to
+// another job's id or another class, is refused.
+func TestQoSForgedTag(t *testing.T) {
+	h := newHarness(t)
+	id := rpc.ComponentID{Ino: 7, Gen: 1}
+	tok := h.tagged(7, "400", qos.ClassIO)
+	if _, err := h.writeTok(tok, id, 0, []byte("mine")); err != nil {
+		t.Fatalf("write with the granted tag: %v", err)
+	}
+	for _, forge := range []func(*capability.Token){
+		func(t *capability.Token) { t.Job = "401" },
+		func(t *capability.Token) { t.Class = uint8(qos.ClassRebuild) },
+	} {
+		f := tok
+		forge(&f)
+		_, err := h.writeTok(f, id, 0, []byte("theirs"))
+		var re *rpc.Error
+		if !errors.As(err, &re) || re.Errno != uint32(syscall.EACCES) || !strings.Contains(err.Error(), "bad signature") {
+			t.Fatalf("write with a forged tag %q/%d: %v, want EACCES bad signature", f.Job, f.Class, err)
+		}
+		if _, err := h.readInto(f, id, 0, make([]byte, 4)); err == nil {
+			t.Fatalf("read with a forged tag %q/%d was served", f.Job, f.Class)
+		}
+	}
+	if got := string(h.mustRead(id, 0, 16)); got != "mine" {
+		t.Fatalf("component holds %q after the forged writes, want %q", got, "mine")
+	}
+}
