@@ -87,7 +87,7 @@ func (p *Policy) Validate() error {
 	for _, name := range sortedKeys(p.Classes) {
 		c := p.Classes[name]
 		if _, err := ParseClass(name); err != nil {
-			return fmt.Errorf("%w: %w", ErrPolicy, err)
+			return fmt.Errorf("%w: unknown class %q (known: io, stage, drain, rebuild, scrub, rebalance)", ErrPolicy, name)
 		}
 		switch {
 		case c.Weight < 0 || c.Weight > MaxWeight || c.Weight != c.Weight:

@@ -16,7 +16,7 @@ func TestParsePolicy(t *testing.T) {
 		t.Fatalf("parsed %+v", p)
 	}
 	for _, tc := range []struct{ name, doc, want string }{
-		{"unknown class", `{"classes":{"io":{"weight":1},"bulk":{"weight":1}}}`, `unknown class: "bulk"`},
+		{"unknown class", `{"classes":{"io":{"weight":1},"bulk":{"weight":1}}}`, `unknown class "bulk"`},
 		{"negative rate", `{"classes":{"io":{"weight":1,"limit":-5}}}`, "negative limit"},
 		{"negative reservation", `{"classes":{"io":{"weight":1,"reservation":-1}}}`, "negative reservation"},
 		{"all weights 0", `{"classes":{"io":{"weight":0},"drain":{"weight":0}}}`, "every class has weight 0"},

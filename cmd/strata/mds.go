@@ -39,6 +39,8 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	o.dur("raft_timeout", "raft heartbeat, election and lease `timeout`", &cfg.RaftTimeout)
 	o.uint("snapshot_threshold", "raft log `entries` between snapshots", &cfg.SnapshotThreshold)
 	o.str("admin_listen", "admin REST API `address`; \"off\" disables it", &adminListen)
+	adminToken := ""
+	o.str("admin_token", "bearer `token` the admin REST API's changes (PUT /v1/qos/policy) must carry; empty: none allowed", &adminToken)
 	peers := ""
 	o.str("raft_peers", "comma-separated raft `addresses` (or id=address) of the initial voters, this one included", &peers)
 	o.add("join", "start without bootstrapping and wait to be added as a voter (`true` or false)", "false", func(v string) error {
@@ -83,7 +85,7 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	}
 	names, servers := []string{"mds"}, []server{m}
 	if adminListen != "off" && adminListen != "" {
-		ad, err := admin.New(admin.Config{Listen: adminListen}, admin.Deps{Log: log, Source: m, Tiers: m})
+		ad, err := admin.New(admin.Config{Listen: adminListen, Token: adminToken}, admin.Deps{Log: log, Source: m, Tiers: m, QoS: m})
 		if err != nil {
 			_ = m.Close()
 			return err

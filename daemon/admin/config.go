@@ -11,6 +11,9 @@ const DefaultListen = "127.0.0.1:7080"
 // Config configures the admin API server.
 type Config struct {
 	Listen string // host:port to listen on; port 0 picks a free one
+	// Token, when set, is the bearer token a change (PUT) must carry
+	// ("Authorization: Bearer TOKEN"); empty: the API makes no changes.
+	Token string
 }
 
 // DefaultConfig returns the defaults: loopback port 7080.

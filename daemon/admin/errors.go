@@ -22,6 +22,10 @@ var (
 	// ErrBadRequest is answered to a request whose path or parameters
 	// are malformed.
 	ErrBadRequest = errors.New("admin: bad request")
+	// ErrUnauthorized is answered to a change without the admin token.
+	ErrUnauthorized = errors.New("admin: unauthorized")
+	// ErrForbidden is answered to a change the API does not make.
+	ErrForbidden = errors.New("admin: forbidden")
 	// errNoState is a Source that answered neither state nor error.
 	errNoState = errors.New("admin: source returned no cluster state")
 )
@@ -34,6 +38,10 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, ErrBadRequest):
 		return http.StatusBadRequest
+	case errors.Is(err, ErrUnauthorized):
+		return http.StatusUnauthorized
+	case errors.Is(err, ErrForbidden), errors.Is(err, syscall.EPERM):
+		return http.StatusForbidden
 	case errors.Is(err, ErrMethodNotAllowed):
 		return http.StatusMethodNotAllowed
 	case errors.Is(err, ErrNotServing), errors.Is(err, rpc.ErrUnavailable):

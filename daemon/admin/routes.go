@@ -45,6 +45,8 @@ func (s *Server) routeTable() map[string]route {
 		"/metrics":        {http.MethodGet: s.metrics},
 		"/v1/tiers":       {http.MethodGet: s.listTiers},
 		"/v1/tiers/{job}": {http.MethodGet: s.getTier},
+		"/v1/qos":         {http.MethodGet: s.getQoS},
+		"/v1/qos/policy":  {http.MethodGet: s.getQoSPolicy, http.MethodPut: s.putQoSPolicy},
 	}
 }
 
@@ -81,7 +83,7 @@ func (s *Server) match(path string) (route, string, bool) {
 func (s *Server) serve(rc *fasthttp.RequestCtx) {
 	start := time.Now()
 	path, method := string(rc.Path()), string(rc.Method())
-	r := s.dispatch(path, method)
+	r := s.dispatch(path, method, request{body: append([]byte(nil), rc.Request.Body()...), auth: string(rc.Request.Header.Peek("Authorization"))})
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
@@ -96,7 +98,7 @@ func (s *Server) serve(rc *fasthttp.RequestCtx) {
 
 // dispatch finds and runs the handler of path and method and turns an
 // error into its JSON reply.
-func (s *Server) dispatch(path, method string) reply {
+func (s *Server) dispatch(path, method string, req request) reply {
 	rt, param, ok := s.match(path)
 	if !ok {
 		return errorReply(fmt.Errorf("%w: %s", ErrNotFound, path))
@@ -112,6 +114,7 @@ func (s *Server) dispatch(path, method string) reply {
 	}
 	ctx, cancel := context.WithTimeout(s.base, requestTimeout)
 	defer cancel()
+	ctx = context.WithValue(ctx, requestKey{}, req)
 	if param != "" {
 		ctx = context.WithValue(ctx, paramKey{}, param)
 	}

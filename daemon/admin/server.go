@@ -39,6 +39,7 @@ type Deps struct {
 	Log    *slog.Logger // default: discard
 	Source Source       // required
 	Tiers  TierSource   // optional: without it /v1/tiers answers 404
+	QoS    QoSSource    // optional: without it /v1/qos answers 404
 }
 
 const (
@@ -55,6 +56,7 @@ type Server struct {
 	log    *slog.Logger
 	src    Source
 	tiers  TierSource
+	qos    QoSSource
 	routes map[string]route
 	srv    *fasthttp.Server
 
@@ -88,6 +90,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		log:   log.With("component", "admin"),
 		src:   deps.Source,
 		tiers: deps.Tiers,
+		qos:   deps.QoS,
 		ready: make(chan struct{}),
 		done:  make(chan struct{}),
 	}

@@ -67,6 +67,7 @@ func (h *heartbeater) beat(ctx context.Context) {
 		Load:     h.load(),
 		Rack:     s.cfg.Rack,
 	}
+	s.qosReport(&req)
 	// Try every MDS address once, starting with the last one that
 	// answered, so a failed-over leader is found within one beat.
 	var resp rpc.HeartbeatResp
@@ -99,6 +100,7 @@ func (h *heartbeater) beat(ctx context.Context) {
 	if resp.IntervalMs != 0 {
 		h.interval = time.Duration(resp.IntervalMs) * time.Millisecond
 	}
+	s.qosApply(&resp)
 }
 
 // load returns the mean number of calls in flight since the last call:

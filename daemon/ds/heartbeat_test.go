@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestHeartbeat(t *testing.T) {
 	})
 	first := nextBeat(t, beats)
 	want := rpc.HeartbeatReq{ID: "ds1", Addr: h.s.Addr(), Node: "ds1", Capacity: 1 << 30, Free: first.Free, Load: first.Load}
-	if first != want {
+	if !reflect.DeepEqual(first, want) {
 		t.Fatalf("heartbeat = %+v, want %+v", first, want)
 	}
 	if first.Free == 0 || first.Free > 1<<30 {

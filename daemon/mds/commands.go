@@ -65,6 +65,10 @@ const (
 	// Quotas (quota.go): they refuse changes, an old binary must not skip them.
 	cmdQuotaSet cmdType = 33 // quotaSetCmd
 	cmdProject  cmdType = 34 // projectCmd
+
+	// The QoS policy (qos.go): data servers schedule by it, an old binary
+	// must not skip it.
+	cmdQoSPolicy cmdType = 35 // qosPolicyCmd
 )
 
 // errUnknownCommand is wrapped when a log entry has a type this binary does
@@ -243,6 +247,8 @@ func newPayload(t cmdType) any {
 		return new(quotaSetCmd)
 	case cmdProject:
 		return new(projectCmd)
+	case cmdQoSPolicy:
+		return new(qosPolicyCmd)
 	}
 	return newRepairPayload(t)
 }

@@ -151,6 +151,8 @@ func (st *state) dispatch(t cmdType, p any) result {
 	switch t {
 	case cmdQuotaSet:
 		return st.applyQuotaSet(p.(*quotaSetCmd))
+	case cmdQoSPolicy:
+		return st.applyQoSPolicy(p.(*qosPolicyCmd))
 	case cmdProject:
 		return st.applyProject(p.(*projectCmd))
 	case cmdInit:

@@ -68,6 +68,9 @@ func (s *Server) register(m *rpc.Mux) {
 	handle(s, m, rpc.MTierList, s.tierList)
 	handle(s, m, rpc.MQuotaSet, s.quotaSet)
 	handle(s, m, rpc.MQuotaGet, s.quotaGet)
+	handle(s, m, rpc.MQoSPolicyGet, s.qosPolicyGet)
+	handle(s, m, rpc.MQoSPolicySet, s.qosPolicySet)
+	handle(s, m, rpc.MQoSStatus, s.qosStatus)
 	handle(s, m, rpc.MProjectSet, s.projectSet)
 	s.registerRepair(m)
 }
@@ -513,7 +516,9 @@ func (s *Server) heartbeat(_ context.Context, r *rpc.HeartbeatReq) (*rpc.Heartbe
 	if s.reg.beat(r) {
 		s.kickGC() // its orphans can be collected now
 	}
-	return &rpc.HeartbeatResp{IntervalMs: uint32(s.cfg.HeartbeatInterval.Milliseconds())}, nil
+	resp := &rpc.HeartbeatResp{IntervalMs: uint32(s.cfg.HeartbeatInterval.Milliseconds())}
+	s.qosBeat(r, resp)
+	return resp, nil
 }
 
 func (s *Server) cluster(ctx context.Context, _ *rpc.Empty) (*rpc.ClusterResp, error) {

@@ -38,6 +38,7 @@ type dsSoft struct {
 	load     float64
 	lastSeen time.Time
 	rack     bool // node is a rack
+	qos      rpc.QoSServer
 }
 
 func newRegistry(timeout time.Duration, clock func() time.Time, seed uint64) *registry {
@@ -63,6 +64,7 @@ func (r *registry) beat(h *rpc.HeartbeatReq) (cameUp bool) {
 	cameUp = !r.isUp(d, now)
 	d.node, d.capacity, d.free, d.load, d.lastSeen = failureDomain(h.ID, h.Node, h.Rack), h.Capacity, h.Free, h.Load, now
 	d.rack = h.Rack != ""
+	d.qos = rpc.QoSServer{ID: h.ID, Version: h.QoSVersion, Inflight: h.QoSInflight, Queued: h.QoSQueued, Served: h.QoSServed, LastSeen: now.UnixNano()}
 	r.view.dirty = true
 	return cameUp
 }

@@ -46,6 +46,8 @@ type snapHeader struct {
 	HorizonTerm                                uint64
 	PrevUntil                                  int64
 	Quotas                                     uint64 // appended later: quotaLimit records after the failure handling's
+	QoSVersion                                 uint64 // appended later: the QoS policy (qos.go); 0 none
+	QoSPolicy                                  []byte
 }
 
 // mdsAddrRecord is one MDS replica's RPC address in a snapshot.
@@ -89,6 +91,7 @@ func writeSnapshot(w io.Writer, v snapshotView) error {
 	h.Stale, h.Rebuilds, h.Strays, h.Draining, h.Damaged = rc.Stale, rc.Rebuilds, rc.Strays, rc.Draining, rc.Damaged
 	h.GrantsUntil, h.HorizonTerm, h.PrevUntil = v.rep.grantsUntil, v.rep.horizonTerm, v.rep.prevUntil
 	h.Quotas = uint64(len(v.quotas))
+	h.QoSVersion, h.QoSPolicy = v.qos.Version, v.qos.Doc
 	if err := put(&h); err != nil {
 		return fmt.Errorf("write snapshot: %w", err)
 	}
@@ -247,6 +250,7 @@ func readSnapshot(r io.Reader) (*state, error) {
 		}
 		st.quotas[quotaKey{l.Kind, l.ID}] = l
 	}
+	st.qos = qosRecord{Version: h.QoSVersion, Doc: h.QoSPolicy}
 	st.recountUsage()
 	if err := st.check(); err != nil {
 		return nil, err

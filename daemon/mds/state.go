@@ -99,7 +99,8 @@ type state struct {
 	tiers   tierTable         // job tier registry (tiers.go)
 	rep     repairState       // failure handling (repairstate.go)
 	quotas  map[quotaKey]quotaLimit
-	epoch   uint64 // bumped by each snapshot; see inode
+	qos     qosRecord // the QoS policy (qos.go)
+	epoch   uint64    // bumped by each snapshot; see inode
 
 	// Derived: every user's and project's usage, and the inodes the
 	// command being applied touched (quota.go).
@@ -243,6 +244,7 @@ type snapshotView struct {
 	tiers   tierTable
 	rep     repairState
 	quotas  map[quotaKey]quotaLimit
+	qos     qosRecord
 }
 
 // capture returns a view of the current state and starts a new epoch, so
@@ -258,6 +260,7 @@ func (st *state) capture() snapshotView {
 		tiers:   maps.Clone(st.tiers),
 		rep:     st.rep.clone(),
 		quotas:  maps.Clone(st.quotas),
+		qos:     st.qos,
 	}
 	st.epoch++
 	return v

@@ -303,11 +303,21 @@ type HeartbeatReq struct {
 	Free     uint64
 	Load     float64
 	Rack     string // appended later: empty from an older data server
+	// Appended later: the version of the QoS policy the data server
+	// applies and what its scheduler served (docs/qos.md).
+	QoSVersion  uint64
+	QoSInflight uint32
+	QoSQueued   uint32
+	QoSServed   []QoSServed
 }
 
-// HeartbeatResp answers a heartbeat.
+// HeartbeatResp answers a heartbeat. QoSPolicy, appended later, is the
+// cluster's QoS policy (JSON) of version QoSVersion, sent when the data
+// server's differs.
 type HeartbeatResp struct {
 	IntervalMs uint32 // when to send the next one
+	QoSVersion uint64
+	QoSPolicy  []byte
 }
 
 // DSInfo is one data server as the MDS sees it.

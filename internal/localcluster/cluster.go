@@ -29,6 +29,7 @@ type Options struct {
 	MDSAddr           string   // the first replica's; default 127.0.0.1:0 (others always 127.0.0.1:0)
 	RaftAddr          string   // the first replica's; default 127.0.0.1:0
 	AdminAddr         string   // default 127.0.0.1:0; "-" disables the admin API
+	AdminToken        string   // the admin API's bearer token for changes; empty: none allowed
 	DSAddrs           []string // per data server; missing entries default to 127.0.0.1:0
 	Log               *slog.Logger
 	RaftTimeout       time.Duration     // default: the MDS default
@@ -131,7 +132,8 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.o.AdminAddr != "-" {
 		acfg := admin.DefaultConfig()
 		acfg.Listen = c.o.AdminAddr
-		a, err := admin.New(acfg, admin.Deps{Log: c.o.Log, Source: c.mdsSource(), Tiers: c.mdsSource()})
+		acfg.Token = c.o.AdminToken
+		a, err := admin.New(acfg, admin.Deps{Log: c.o.Log, Source: c.mdsSource(), Tiers: c.mdsSource(), QoS: c.mdsSource()})
 		if err != nil {
 			return fmt.Errorf("admin: %w", err)
 		}

@@ -351,4 +351,28 @@ func (s source) Tier(ctx context.Context, job uint32) (*rpc.TierRecord, error) {
 	return m.Tier(ctx, job)
 }
 
+func (s source) QoSPolicy(ctx context.Context) (*rpc.QoSPolicyResp, error) {
+	m := s.c.MDS()
+	if m == nil {
+		return nil, errMDSDown
+	}
+	return m.QoSPolicy(ctx)
+}
+
+func (s source) SetQoSPolicy(ctx context.Context, doc []byte) (*rpc.QoSPolicyResp, error) {
+	m := s.c.MDS()
+	if m == nil {
+		return nil, errMDSDown
+	}
+	return m.SetQoSPolicy(ctx, doc)
+}
+
+func (s source) QoSStatus(ctx context.Context) (*rpc.QoSStatusResp, error) {
+	m := s.c.MDS()
+	if m == nil {
+		return nil, errMDSDown
+	}
+	return m.QoSStatus(ctx)
+}
+
 var errMDSDown = errors.New("localcluster: the mds is stopped")

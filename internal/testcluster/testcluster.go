@@ -102,3 +102,9 @@ func Context(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// WithAdmin starts the admin REST API on a free loopback port, taking
+// changes that carry token ("" : none).
+func WithAdmin(token string) Option {
+	return func(o *localcluster.Options) { o.AdminAddr, o.AdminToken = "127.0.0.1:0", token }
+}
