@@ -32,6 +32,7 @@ func writable(flags uint32) bool { return flags&syscall.O_ACCMODE != syscall.O_R
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	ino := n.ino()
 	of := n.fsys.acquire(ino)
+	of.setTag(n.fsys.tagOf(ctx))
 	a, err := of.open(writable(flags), true)
 	if err == nil && flags&syscall.O_TRUNC != 0 && writable(flags) && a.Size > 0 {
 		err = of.truncate(0)
@@ -71,6 +72,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, n.fsys.errs.fail("create", parent, err)
 	}
 	of := n.fsys.acquire(a.Ino)
+	of.setTag(n.fsys.tagOf(ctx))
 	if created {
 		of.setCreated(a)
 	} else {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/qos"
 )
 
 // openFile is the state of one inode while handles are open on it on this
@@ -28,6 +29,8 @@ type openFile struct {
 	retired []*client.File // read-only files replaced by a writable one; closed last
 	attr    rpc.Attr       // the last attributes seen
 	silly   []sillyEntry   // names this inode was moved to when unlinked while open
+
+	tag qos.Tag // of the process that opened it first (job.go); guarded by mu
 
 	w  writer
 	ra readahead
@@ -55,6 +58,16 @@ func (of *openFile) setCreated(a *rpc.Attr) {
 	of.mu.Unlock()
 }
 
+// setTag records the QoS tag of the process opening the file; the shared
+// File is opened with the tag of the first process that opens it.
+func (of *openFile) setTag(t qos.Tag) {
+	of.mu.Lock()
+	if of.f == nil {
+		of.tag = t
+	}
+	of.mu.Unlock()
+}
+
 // open makes sure the shared File can write (if write is set) and, with
 // fresh, fetches fresh attributes and layout (close-to-open). It returns
 // the attributes.
@@ -73,7 +86,7 @@ func (of *openFile) open(write, fresh bool) (*rpc.Attr, error) {
 			// O_CREAT of a read-only file).
 			open = of.fsys.c.OpenCreatedIno
 		}
-		f, a, err := open(of.fsys.ctx, of.ino, flag)
+		f, a, err := open(client.WithTag(of.fsys.ctx, of.tag), of.ino, flag)
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/strata-hpc/strata/qos"
 )
 
 // Options configure a mount. Start from DefaultOptions: Mount fills in a
@@ -36,6 +38,10 @@ type Options struct {
 	// ("fuse.strata").
 	FsName string
 	Name   string
+	// Tag is the QoS tag of files opened by a process that is not in a
+	// Slurm job's cgroup (a job's process is tagged with its job, class
+	// io); default no job, class io.
+	Tag qos.Tag
 	// Extra are more mount options, as -o takes them ("ro", "noatime").
 	Extra []string
 	// ProbeTimeout bounds the check that the MDS answers, before mounting.

@@ -36,6 +36,10 @@ environment, which wins over the file. SIGINT or SIGTERM stops it cleanly.`)
 	o.dur("heartbeat_interval", "heartbeat `interval` until the MDS says otherwise", &cfg.HeartbeatInterval)
 	o.intSize("block_size", "checksum block `size`, a power of two from 4K to 16M", &cfg.BlockSize)
 	scrubOptions(o, &cfg)
+	qosBW := uint64(0)
+	o.size("qos_bandwidth", "bytes a second the QoS scheduler lets through (the disk's bandwidth, a `size` like 2G); 0: unpaced (docs/qos.md)", &qosBW)
+	o.int("qos_max_inflight", "reads and writes served at once (`number`); more wait in the QoS queues", &cfg.QoSMaxInflight)
+	o.int("qos_max_queued", "reads and writes that may wait (`number`); one more is answered EBUSY", &cfg.QoSMaxQueued)
 	rpcOptions(o, &cfg.RPC, true)
 	nfsAddr := ""
 	o.str("nfs", "serve NFSv3 for pNFS flex-files clients (docs/nfs.md) on this `address`, e.g. 0.0.0.0:2049; off if empty", &nfsAddr)
@@ -56,6 +60,7 @@ environment, which wins over the file. SIGINT or SIGTERM stops it cleanly.`)
 	if err := mkdirPrivate(cfg.Dir); err != nil {
 		return err
 	}
+	cfg.QoSBandwidth = int64(min(qosBW, 1<<62))
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/jobtier"
+	"github.com/strata-hpc/strata/qos"
 )
 
 // Drains run on the tier's first node. While the job runs, a scanner walks
@@ -261,6 +262,9 @@ func (d *drainer) consider(j drainJob, now time.Time, final bool) {
 
 // work drains queued files until ctx ends.
 func (d *drainer) work(ctx context.Context) {
+	// Files drained to (and read back from) the global namespace are
+	// the job's drain traffic for the data servers' QoS schedulers.
+	ctx = client.WithTag(ctx, qos.Tag{Job: strconv.FormatUint(uint64(d.t.st.Job), 10), Class: qos.ClassDrain})
 	for {
 		select {
 		case <-ctx.Done():

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/jobtier"
+	"github.com/strata-hpc/strata/qos"
 )
 
 // Stage-in: every node lists the sources (as the job's user), cuts the
@@ -57,6 +59,9 @@ type stageSum struct {
 
 // stageIn copies this node's share of the stage-in into the tier.
 func (s *Server) stageIn(ctx context.Context, t *tier, tc *client.Client, id identity) error {
+	// Reads of the global namespace are the job's stage-in traffic for
+	// the data servers' QoS schedulers.
+	ctx = client.WithTag(ctx, qos.Tag{Job: strconv.FormatUint(uint64(t.st.Job), 10), Class: qos.ClassStage})
 	start := time.Now()
 	gc, err := t.globalClient(s.cfg.GlobalMDS)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/qos"
 )
 
 // Defaults and bounds of Config.
@@ -60,6 +61,8 @@ func DefaultConfig() Config {
 		BlockSize:         DefaultBlockSize,
 		ScrubInterval:     DefaultScrubInterval,
 		ScrubRate:         DefaultScrubRate,
+		QoSMaxInflight:    qos.DefaultMaxInflight,
+		QoSMaxQueued:      qos.DefaultMaxQueued,
 	}
 }
 
