@@ -339,8 +339,8 @@ type waiter struct {
 }
 
 // pacer is a token bucket in debt form: a request takes its bytes whole,
-// and the next waits until the debt is paid. Its burst is a tenth of a
-// second. A rate of zero is unlimited. Not safe for concurrent use.
+// and the next waits until the debt is paid. Its burst is a quarter of a
+// second (what a late wake-up may catch up). A rate of zero is unlimited. Not safe for concurrent use.
 type pacer struct {
 	rate   float64
 	tokens float64
@@ -353,7 +353,7 @@ func (p *pacer) set(rate int64, now time.Time) {
 	p.tokens = min(p.tokens, p.burst())
 }
 
-func (p *pacer) burst() float64 { return p.rate / 10 }
+func (p *pacer) burst() float64 { return p.rate / 4 }
 
 func (p *pacer) refill(now time.Time) {
 	if d := now.Sub(p.last); d > 0 && p.rate > 0 {
