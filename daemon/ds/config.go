@@ -45,6 +45,9 @@ type Config struct {
 	QoSBandwidth   int64
 	QoSMaxInflight int // reads and writes served at once; default qos.DefaultMaxInflight
 	QoSMaxQueued   int // reads and writes waiting; one more is answered EBUSY; default qos.DefaultMaxQueued
+	// QoSOff serves reads and writes without the scheduler (no sharing,
+	// no limits, no counters): the baseline of the QoS benchmark.
+	QoSOff bool
 
 	// RPC bounds the server: body limits, timeouts, connections per
 	// peer, request-body memory (rpc.ServerConfig); zero fields take

@@ -15,6 +15,9 @@ import (
 // is its capability's (verified already, so signed by the MDS): a client
 // cannot claim another job's share or class. A full queue answers EBUSY.
 func (s *Server) admit(ctx context.Context, tok *capability.Token, n int64) (func(), error) {
+	if s.cfg.QoSOff {
+		return func() {}, nil
+	}
 	tag := qos.Tag{Job: tok.Job, Class: qos.Class(tok.Class)}
 	release, err := s.qos.Acquire(ctx, tag, n)
 	switch {
