@@ -112,6 +112,17 @@ func (c *Client) SymlinkIno(ctx context.Context, parent uint64, name, target str
 	return &r.Attr, nil
 }
 
+// MknodIno creates name in directory parent as a special file owned by
+// cred: mode holds the type bits and permissions, rdev a device node's
+// device number (see Client.Mknod).
+func (c *Client) MknodIno(ctx context.Context, parent uint64, name string, mode, rdev uint32, cred rpc.Cred) (*rpc.Attr, error) {
+	var r rpc.AttrResp
+	if err := c.mds(ctx, rpc.MMknod, &rpc.MknodReq{Parent: parent, Name: name, Mode: mode, Rdev: rdev, Cred: cred}, &r); err != nil {
+		return nil, inoErr("mknod", parent, name, err)
+	}
+	return &r.Attr, nil
+}
+
 // LinkIno adds newName in directory newParent as a hard link to inode ino
 // and returns the inode's new attributes.
 func (c *Client) LinkIno(ctx context.Context, ino, newParent uint64, newName string) (*rpc.Attr, error) {

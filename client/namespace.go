@@ -207,6 +207,18 @@ func (c *Client) Symlink(ctx context.Context, target, newname string) error {
 	return pathErr("symlink", newname, err)
 }
 
+// Mknod creates path as a special file (mknod(2)): mode holds the type
+// (rpc.TypeFifo, TypeChar, TypeBlock or TypeSocket) and the permissions,
+// rdev the device number of a device node (rpc.Mkdev). Device nodes are
+// root's only (EPERM).
+func (c *Client) Mknod(ctx context.Context, path string, mode, rdev uint32) error {
+	p, base, err := c.parent(ctx, path)
+	if err == nil {
+		err = c.mds(ctx, rpc.MMknod, &rpc.MknodReq{Parent: p, Name: base, Mode: mode, Rdev: rdev, Cred: c.cfg.Cred}, &rpc.AttrResp{})
+	}
+	return pathErr("mknod", path, err)
+}
+
 // Readlink returns the target of a symbolic link.
 func (c *Client) Readlink(ctx context.Context, name string) (string, error) {
 	a, err := c.walk(ctx, name, false)

@@ -23,7 +23,7 @@ func fillAttr(out *gofuse.Attr, a *rpc.Attr, blksize uint32) {
 	out.Mtime, out.Mtimensec = split(a.Mtime)
 	out.Ctime, out.Ctimensec = split(a.Ctime)
 	out.Blksize = blksize
-	out.Rdev = 0
+	out.Rdev = a.Rdev
 }
 
 // split cuts unix nanoseconds into seconds and nanoseconds; times before

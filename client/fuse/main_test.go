@@ -35,6 +35,8 @@ func runHelper(name string, args []string) error {
 		return appendRecords(path, id, n)
 	case "range":
 		return writeRange(path, id, n)
+	case "unixconnect":
+		return unixConnect(path, id)
 	}
 	return fmt.Errorf("unknown helper %q", name)
 }

@@ -292,10 +292,23 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	return n.child(ctx, a, out), 0
 }
 
-// Mknod is refused: Strata stores regular files, directories and
-// symbolic links only (no devices, FIFOs or sockets).
+// Mknod makes a special file (FIFO, device node, socket) owned by the
+// caller; the kernel opens FIFOs and devices and binds sockets itself. A
+// regular file (mknod(2) of S_IFREG, or of no type) is an exclusive
+// create; the kernel has applied the umask to mode.
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	return nil, syscall.EPERM
+	n.fsys.dc.changed()
+	var a *rpc.Attr
+	var err error
+	if t := fileType(mode); t == 0 || t == rpc.TypeFile {
+		a, _, err = n.fsys.c.CreateIno(n.fsys.as(ctx), n.ino(), name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()), true)
+	} else {
+		a, err = n.fsys.c.MknodIno(n.fsys.as(ctx), n.ino(), name, mode, dev, callerCred(ctx, n.fsys.c.Cred()))
+	}
+	if err != nil {
+		return nil, n.fsys.errs.fail("mknod", n.ino(), err)
+	}
+	return n.child(ctx, a, out), 0
 }
 
 // Statfs reports the namespace's capacity and free space. Inodes are not

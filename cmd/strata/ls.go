@@ -125,7 +125,10 @@ func (lf *lsFormat) print(ctx context.Context, w io.Writer, c *client.Client, en
 			}
 		}
 		size := strconv.FormatUint(e.attr.Size, 10)
-		if lf.human {
+		switch {
+		case rpc.IsDevice(e.attr.Mode):
+			size = devString(e.attr.Rdev) // where ls puts a device's numbers
+		case lf.human:
 			size = humanSize(e.attr.Size)
 		}
 		rows = append(rows, []string{
@@ -201,6 +204,14 @@ func modeString(mode uint32) string {
 		b[0] = 'd'
 	case rpc.TypeSymlink:
 		b[0] = 'l'
+	case rpc.TypeFifo:
+		b[0] = 'p'
+	case rpc.TypeChar:
+		b[0] = 'c'
+	case rpc.TypeBlock:
+		b[0] = 'b'
+	case rpc.TypeSocket:
+		b[0] = 's'
 	}
 	for i := range 9 {
 		if mode&(1<<(8-i)) == 0 {
@@ -222,6 +233,11 @@ func modeString(mode uint32) string {
 		}
 	}
 	return string(b)
+}
+
+// devString formats a device number as ls does: "major, minor".
+func devString(rdev uint32) string {
+	return fmt.Sprintf("%d, %d", rpc.Major(rdev), rpc.Minor(rdev))
 }
 
 // humanSize formats bytes with a binary suffix and one decimal below 10:

@@ -15,7 +15,8 @@ import (
 func runStat(ctx context.Context, a *app, args []string) error {
 	f := newFlags("stat", "PATH...", `
 Show the attributes of each PATH: type, size, inode, links, mode, owner,
-times and, for a file, its layout generation. A symbolic link is shown
+times and, for a file, its layout generation; for a device node, its
+device numbers (major,minor). A symbolic link is shown
 itself unless -L is given.`)
 	follow := f.Bool("L", false, "follow symbolic links")
 	mds := f.mdsFlag(a)
@@ -71,6 +72,9 @@ func printStat(w io.Writer, p string, at *rpc.Attr, target string) {
 	line("mode", fmt.Sprintf("%04o (%s)", at.Mode&0o7777, modeString(at.Mode)))
 	line("uid", strconv.FormatUint(uint64(at.Uid), 10))
 	line("gid", strconv.FormatUint(uint64(at.Gid), 10))
+	if rpc.IsDevice(at.Mode) {
+		line("device", fmt.Sprintf("%d,%d", rpc.Major(at.Rdev), rpc.Minor(at.Rdev)))
+	}
 	if at.IsFile() {
 		line("layout generation", strconv.FormatUint(at.Gen, 10))
 	}
@@ -90,6 +94,14 @@ func typeName(mode uint32) string {
 		return "directory"
 	case rpc.TypeSymlink:
 		return "symbolic link"
+	case rpc.TypeFifo:
+		return "fifo"
+	case rpc.TypeChar:
+		return "character special file"
+	case rpc.TypeBlock:
+		return "block special file"
+	case rpc.TypeSocket:
+		return "socket"
 	}
 	return fmt.Sprintf("unknown (%#o)", mode&rpc.TypeMask)
 }

@@ -69,6 +69,9 @@ const (
 	// The QoS policy (qos.go): data servers schedule by it, an old binary
 	// must not skip it.
 	cmdQoSPolicy cmdType = 35 // qosPolicyCmd
+
+	// Special files (mknod.go): they add inodes, an old binary must not skip them.
+	cmdMknod cmdType = 36 // mknodCmd
 )
 
 // errUnknownCommand is wrapped when a log entry has a type this binary does
@@ -215,6 +218,8 @@ func newPayload(t cmdType) any {
 		return new(mkdirCmd)
 	case cmdSymlink:
 		return new(symlinkCmd)
+	case cmdMknod:
+		return new(mknodCmd)
 	case cmdLink:
 		return new(linkCmd)
 	case cmdUnlink, cmdRmdir:

@@ -163,6 +163,8 @@ func (st *state) dispatch(t cmdType, p any) result {
 		return st.applyMkdir(p.(*mkdirCmd))
 	case cmdSymlink:
 		return st.applySymlink(p.(*symlinkCmd))
+	case cmdMknod:
+		return st.applyMknod(p.(*mknodCmd))
 	case cmdLink:
 		return st.applyLink(p.(*linkCmd))
 	case cmdUnlink:

@@ -74,6 +74,10 @@ func (d *fsmDriver) populate(r *rand.Rand, n int) {
 				d.must(cmdSetXattr, &xattrCmd{Ino: res.attr.Ino, Name: rpc.LayoutXattr, Value: []byte("width=2,unit=64K"), Now: now})
 			}
 		case 1:
+			if r.IntN(2) == 0 {
+				d.must(cmdMknod, &mknodCmd{Parent: parent, Name: name, Mode: rpc.TypeBlock | 0o600, Rdev: rpc.Mkdev(8, uint32(i)), Now: now})
+				break
+			}
 			d.must(cmdSymlink, &symlinkCmd{Parent: parent, Name: name, Target: "../t" + name, Now: now})
 		case 2:
 			if len(files) > 0 {
@@ -238,6 +242,7 @@ func seedCommands() [][]byte {
 		encodeCommand(cmdCreate, &createCmd{Parent: 1, Name: "f", Mode: 0o644, Exclusive: true, Layout: testLayout("a", "b"), Now: 7}),
 		encodeCommand(cmdMkdir, &mkdirCmd{Parent: 1, Name: "d", Mode: 0o755}),
 		encodeCommand(cmdSymlink, &symlinkCmd{Parent: 1, Name: "s", Target: "/x"}),
+		encodeCommand(cmdMknod, &mknodCmd{Parent: 1, Name: "p", Mode: rpc.TypeChar | 0o600, Rdev: rpc.Mkdev(1, 3)}),
 		encodeCommand(cmdLink, &linkCmd{Ino: 3, NewParent: 1, NewName: "l"}),
 		encodeCommand(cmdUnlink, &entryCmd{Parent: 1, Name: "f"}),
 		encodeCommand(cmdRmdir, &entryCmd{Parent: 1, Name: "d"}),

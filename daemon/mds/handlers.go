@@ -41,6 +41,7 @@ func (s *Server) register(m *rpc.Mux) {
 	handle(s, m, rpc.MCreate, s.create)
 	handle(s, m, rpc.MMkdir, s.mkdir)
 	handle(s, m, rpc.MSymlink, s.symlink)
+	handle(s, m, rpc.MMknod, s.mknod)
 	handle(s, m, rpc.MReadlink, s.readlink)
 	handle(s, m, rpc.MLink, s.link)
 	handle(s, m, rpc.MUnlink, s.unlink)

@@ -187,6 +187,8 @@ func (st *state) quotaCheck(p any) error {
 		return st.quotaRoom(c.Uid, st.projectOf(c.Parent), 0, 1)
 	case *symlinkCmd:
 		return st.quotaRoom(c.Uid, st.projectOf(c.Parent), 0, 1)
+	case *mknodCmd:
+		return st.quotaRoom(c.Uid, st.projectOf(c.Parent), 0, 1)
 	case *commitCmd:
 		n := st.inodes[c.Ino]
 		if n == nil || !n.isFile() || c.Gen != n.Layout.Generation || c.End <= n.Size {

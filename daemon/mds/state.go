@@ -8,7 +8,8 @@ import (
 	"github.com/strata-hpc/strata/layout"
 )
 
-// inode is one file, directory or symbolic link. Fields are exported for the
+// inode is one file, directory, symbolic link or special file (FIFO,
+// device node, socket: an inode with attributes and no data). Fields are exported for the
 // snapshot codec only; the type is private to the FSM.
 //
 // Copy-on-write: an inode reachable from a snapshot in progress is never
@@ -31,6 +32,7 @@ type inode struct {
 	Policy  layout.Policy     // directories: their own layout policy; zero inherits
 	Layout  layout.Layout     // files; Targets is never modified in place
 	Project uint32            // quota project (quota.go); appended later: 0 in older snapshots
+	Rdev    uint32            // device nodes (rpc.Mkdev); appended later: 0 in older snapshots
 
 	epoch uint64 // state epoch this copy belongs to
 }
@@ -52,6 +54,7 @@ func (n *inode) attr() rpc.Attr {
 		Mtime: n.Mtime,
 		Ctime: n.Ctime,
 		Gen:   n.Layout.Generation,
+		Rdev:  n.Rdev,
 	}
 }
 

@@ -13,6 +13,7 @@ const (
 	MCreate       = "mds.create"
 	MMkdir        = "mds.mkdir"
 	MSymlink      = "mds.symlink"
+	MMknod        = "mds.mknod"
 	MReadlink     = "mds.readlink"
 	MLink         = "mds.link"
 	MUnlink       = "mds.unlink"
@@ -41,8 +42,40 @@ const (
 	TypeFile    uint32 = 0o100000
 	TypeDir     uint32 = 0o040000
 	TypeSymlink uint32 = 0o120000
+	TypeFifo    uint32 = 0o010000
+	TypeChar    uint32 = 0o020000
+	TypeBlock   uint32 = 0o060000
+	TypeSocket  uint32 = 0o140000
 	TypeMask    uint32 = 0o170000
 )
+
+// IsSpecial reports whether the type bits of mode are those of a special
+// file: a FIFO, a character or block device node, or a UNIX socket.
+func IsSpecial(mode uint32) bool {
+	switch mode & TypeMask {
+	case TypeFifo, TypeChar, TypeBlock, TypeSocket:
+		return true
+	}
+	return false
+}
+
+// IsDevice reports whether the type bits of mode are a device node's.
+func IsDevice(mode uint32) bool {
+	t := mode & TypeMask
+	return t == TypeChar || t == TypeBlock
+}
+
+// Major and Minor split a device number as Linux's new_encode_dev does
+// (the encoding of stat's st_rdev and of FUSE's rdev); Mkdev joins them.
+func Major(rdev uint32) uint32 { return (rdev & 0xfff00) >> 8 }
+
+// Minor returns the minor number of rdev (see Major).
+func Minor(rdev uint32) uint32 { return rdev&0xff | (rdev>>12)&0xfff00 }
+
+// Mkdev returns the device number of major and minor (see Major).
+func Mkdev(major, minor uint32) uint32 {
+	return minor&0xff | (major&0xfff)<<8 | (minor&^0xff)<<12
+}
 
 // LayoutXattr is the extended attribute that sets and shows a layout.
 const LayoutXattr = "user.strata.layout"
@@ -60,6 +93,7 @@ type Attr struct {
 	Mtime int64
 	Ctime int64
 	Gen   uint64 // layout generation, files only
+	Rdev  uint32 // device nodes: the device number (Major, Minor); appended later
 }
 
 // IsDir reports whether the inode is a directory.
@@ -67,6 +101,9 @@ func (a *Attr) IsDir() bool { return a.Mode&TypeMask == TypeDir }
 
 // IsSymlink reports whether the inode is a symbolic link.
 func (a *Attr) IsSymlink() bool { return a.Mode&TypeMask == TypeSymlink }
+
+// IsSpecial reports whether the inode is a FIFO, device node or socket.
+func (a *Attr) IsSpecial() bool { return IsSpecial(a.Mode) }
 
 // IsFile reports whether the inode is a regular file.
 func (a *Attr) IsFile() bool { return a.Mode&TypeMask == TypeFile }
@@ -159,6 +196,17 @@ type SymlinkReq struct {
 	Parent uint64
 	Name   string
 	Target string
+	Cred   Cred
+}
+
+// MknodReq creates a special file (mknod(2)): Mode holds the type bits
+// (TypeFifo, TypeChar, TypeBlock or TypeSocket) and the permissions; Rdev
+// is the device number of a device node and ignored for other types.
+type MknodReq struct {
+	Parent uint64
+	Name   string
+	Mode   uint32
+	Rdev   uint32
 	Cred   Cred
 }
 

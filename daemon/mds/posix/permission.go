@@ -106,3 +106,16 @@ func Open(c *Cred, n *Inode, read, write bool) error {
 	}
 	return Permission(c, n, mask)
 }
+
+// Mknod decides whether c may create a special file of the type in mode
+// (vfs_mknod): a device node needs CAP_MKNOD, which only root has here;
+// FIFOs and sockets need nothing beyond Create on the directory.
+func Mknod(c *Cred, mode uint32) error {
+	switch mode & typeMask {
+	case syscall.S_IFCHR, syscall.S_IFBLK:
+		if !c.Root() {
+			return ErrNotPermitted
+		}
+	}
+	return nil
+}
