@@ -109,9 +109,6 @@ func TestAttributes(t *testing.T) {
 	if uint64(sfs.Blocks)*uint64(sfs.Frsize) != fsst.Capacity/4096*4096 || sfs.Namelen != 255 {
 		t.Errorf("statfs: %d blocks of %d, MDS capacity %d", sfs.Blocks, sfs.Frsize, fsst.Capacity)
 	}
-	if err := unix.Mkfifo(filepath.Join(s.Dir(), "fifo"), 0o644); !errors.Is(err, syscall.EPERM) {
-		t.Errorf("mkfifo: %v, want EPERM (Strata has no special files)", err)
-	}
 }
 
 // TestRenameFlags: renameat2 with RENAME_NOREPLACE and RENAME_EXCHANGE.
