@@ -7,6 +7,7 @@ import (
 
 	"github.com/strata-hpc/strata/daemon/nfs/oncrpc"
 	"github.com/strata-hpc/strata/daemon/nfs/xdr"
+	"github.com/strata-hpc/strata/internal/nfstest"
 	"github.com/strata-hpc/strata/internal/testcluster"
 )
 
@@ -27,7 +28,7 @@ const (
 // server keeps serving.
 func TestBadInput(t *testing.T) {
 	cl := testcluster.Start(t, 1)
-	front := startFront(t, cl, nil)
+	front := nfstest.StartFront(t, cl, nil)
 	addr := front.Addr()
 
 	t.Run("null", func(t *testing.T) {
@@ -88,7 +89,7 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 	t.Run("file handles", func(t *testing.T) {
-		writeStrata(t, cl.Client(), "/doomed", []byte("x"))
+		nfstest.WriteStrata(t, cl.Client(), "/doomed", []byte("x"))
 		c := dialNFS(t, addr)
 		c.session()
 		st, res, r := c.compound(1, c.seqOp(), op{opPutrootfh, nil},

@@ -26,6 +26,10 @@ type compound struct {
 	cur, saved uint64 // inode numbers; 0 is "no file handle"
 	curSid     stateid
 	haveCurSid bool
+	savedSid   stateid
+	haveSavSid bool
+	reqSize    int // bytes of the COMPOUND arguments
+	nops       int // operations in the COMPOUND
 
 	sess *session
 	slot *slot
@@ -100,6 +104,8 @@ func (c *compound) run(r *xdr.Reader, w *xdr.Writer) bool {
 	}
 	var status uint32 = nfs4OK
 	var done uint32
+	c.nops = int(n)
+	c.reqSize = r.Len() + r.Offset()
 	for i := uint32(0); i < n; i++ {
 		op := r.Uint32()
 		if r.Err() != nil {
@@ -111,8 +117,19 @@ func (c *compound) run(r *xdr.Reader, w *xdr.Writer) bool {
 		}
 		fn := ops[op]
 		if fn == nil {
-			status = nfs4errOpIllegal
-			w.Uint32(opIllegal)
+			// An operation of the minor version this server does not
+			// implement is NOTSUPP; a number outside it, OP_ILLEGAL.
+			last := uint32(opReclaimComplete)
+			if c.minor >= 2 {
+				last = opRemoveXattr
+			}
+			if op >= opAccess && op <= last {
+				status = nfs4errNotsupp
+				w.Uint32(op)
+			} else {
+				status = nfs4errOpIllegal
+				w.Uint32(opIllegal)
+			}
 			w.Uint32(status)
 			done++
 			break
@@ -122,7 +139,9 @@ func (c *compound) run(r *xdr.Reader, w *xdr.Writer) bool {
 			status = nfs4errOpNotInSession
 		case i > 0 && op == opSequence:
 			status = nfs4errSequencePos
-		case i > 0 && sessionless(op) && c.sess == nil:
+		case i > 0 && c.sess == nil:
+			status = nfs4errNotOnlyOp // a compound without SEQUENCE holds one op
+		case i == 0 && op == opDestroyClientID && n > 1:
 			status = nfs4errNotOnlyOp
 		}
 		w.Uint32(op)
@@ -135,6 +154,10 @@ func (c *compound) run(r *xdr.Reader, w *xdr.Writer) bool {
 		status = fn(c, r, w)
 		if status == nfs4OK && r.Err() != nil {
 			status = nfs4errBadxdr
+		}
+		if c.sess != nil && w.Len()-start > int(c.sess.fore.maxResp) {
+			w.Truncate(at + 4)
+			status = nfs4errRepTooBig
 		}
 		w.PutUint32At(at, status)
 		done++

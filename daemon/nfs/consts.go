@@ -68,6 +68,7 @@ const (
 	opAllocate          = 59
 	opLayouterror       = 64
 	opLayoutstats       = 65
+	opRemoveXattr       = 75
 	opIllegal           = 10044
 )
 

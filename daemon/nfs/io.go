@@ -83,6 +83,9 @@ func (c *compound) read(r *xdr.Reader, w *xdr.Writer) uint32 {
 		return statusOf(err)
 	}
 	n := min(int(count), c.s.cfg.MaxIO)
+	if c.sess != nil {
+		n = max(0, min(n, int(c.sess.fore.maxResp)-1024)) // leave room for the rest of the reply
+	}
 	if off >= 1<<62 {
 		w.Bool(true)
 		w.Opaque(nil)

@@ -108,7 +108,7 @@ func (c *compound) layoutState(ino uint64, sid stateid) (*stateRec, uint32) {
 	if st != nfs4OK {
 		return nil, st
 	}
-	sr, st := c.s.st.lookupState(sid, kindOpen, kindLock, kindLayout)
+	sr, st := c.s.st.lookup(sid, true, kindOpen, kindLock, kindLayout)
 	if st != nfs4OK {
 		return nil, st
 	}

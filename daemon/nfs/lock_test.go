@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-hpc/strata/daemon/nfs"
 	"github.com/strata-hpc/strata/internal/nfsguest"
+	"github.com/strata-hpc/strata/internal/nfstest"
 	"github.com/strata-hpc/strata/internal/testcluster"
 )
 
@@ -44,10 +45,10 @@ func waitFile(t *testing.T, path string, guestDone <-chan struct{}) {
 // through a FUSE mount on the same range conflict, both ways; a kernel
 // client that stops renewing its lease (its VM killed) loses its lock.
 func TestKernelLocks(t *testing.T) {
-	g := kernelGuest(t)
+	g := nfstest.Guest(t)
 	cl := testcluster.Start(t, 2)
-	front := startFront(t, cl, func(c *nfs.Config) { c.Lease = 10 * time.Second })
-	dir := mountFUSE(t, cl)
+	front := nfstest.StartFront(t, cl, func(c *nfs.Config) { c.Lease = 10 * time.Second })
+	dir := nfstest.MountFUSE(t, cl)
 	lockfile := filepath.Join(dir, "lockfile")
 	if err := os.WriteFile(lockfile, make([]byte, 4096), 0o666); err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func TestKernelLocks(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-done
-		checkGuest(t, res, runErr)
+		nfstest.CheckGuest(t, res, runErr)
 		if !res.Has("OK conflict-with-fuse-lock") {
 			t.Errorf("the guest's lock on the range FUSE holds did not fail")
 		}

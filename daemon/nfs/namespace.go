@@ -123,6 +123,7 @@ func (c *compound) savefh(r *xdr.Reader, w *xdr.Writer) uint32 {
 		return st
 	}
 	c.saved = c.cur
+	c.savedSid, c.haveSavSid = c.curSid, c.haveCurSid
 	return nfs4OK
 }
 
@@ -131,6 +132,7 @@ func (c *compound) restorefh(r *xdr.Reader, w *xdr.Writer) uint32 {
 		return nfs4errRestorefh
 	}
 	c.cur = c.saved
+	c.curSid, c.haveCurSid = c.savedSid, c.haveSavSid
 	return nfs4OK
 }
 
@@ -157,6 +159,9 @@ func (c *compound) lookupp(r *xdr.Reader, w *xdr.Writer) uint32 {
 	a, st := c.attr(c.cur)
 	if st != nfs4OK {
 		return st
+	}
+	if a.IsSymlink() {
+		return nfs4errSymlink
 	}
 	if !a.IsDir() {
 		return nfs4errNotdir

@@ -113,7 +113,8 @@ func (c *compound) open(r *xdr.Reader, w *xdr.Writer) uint32 {
 	if st := c.needFH(); st != nfs4OK {
 		return st
 	}
-	access &= 0xff // the WANT_* bits ask for delegations, which are never granted
+	want := access & 0xff00 // the WANT_* bits ask for delegations, which are never granted
+	access &= 0xff
 	if access&shareAccessMask == 0 || access&^shareAccessMask != 0 || deny&^shareDenyBoth != 0 {
 		return nfs4errInval
 	}
@@ -215,7 +216,16 @@ func (c *compound) open(r *xdr.Reader, w *xdr.Writer) uint32 {
 	} else {
 		w.Bitmap(nil)
 	}
-	w.Uint32(0) // OPEN_DELEGATE_NONE
+	if want == 0 {
+		w.Uint32(0) // OPEN_DELEGATE_NONE
+	} else {
+		w.Uint32(3) // OPEN_DELEGATE_NONE_EXT
+		if want == 0x0400 {
+			w.Uint32(0) // WND4_NOT_WANTED
+		} else {
+			w.Uint32(3) // WND4_NOT_SUPP_FTYPE: none is ever granted
+		}
+	}
 	c.cur = file.Ino
 	return nfs4OK
 }

@@ -195,8 +195,11 @@ func (c *compound) createSession(r *xdr.Reader, w *xdr.Writer) uint32 {
 	case seq != cl.csSeq+1:
 		return nfs4errSeqMisordered
 	}
-	if fore.maxReq < 1024 || fore.maxResp < 1024 {
-		return nfs4errToosmall
+	if flags&^(csFlagPersist|csFlagConnBackChn|0x4) != 0 {
+		return nfs4errInval
+	}
+	if fore.maxReq < 256 || fore.maxResp < 256 {
+		return nfs4errToosmall // not even a SEQUENCE and its reply fit
 	}
 	se := &session{cl: cl, cbProg: prog}
 	_, _ = rand.Read(se.id[:])
@@ -284,6 +287,14 @@ func (c *compound) sequence(r *xdr.Reader, w *xdr.Writer) uint32 {
 	case seq != sl.seq+1:
 		sl.mu.Unlock()
 		return nfs4errSeqMisordered
+	}
+	if c.nops > int(se.fore.maxOps) {
+		sl.mu.Unlock()
+		return nfs4errTooManyOps
+	}
+	if c.reqSize > int(se.fore.maxReq)+64 { // the RPC header is not counted here
+		sl.mu.Unlock()
+		return nfs4errReqTooBig
 	}
 	sl.busy = true
 	sl.seq = seq
@@ -414,6 +425,14 @@ func (c *compound) secinfoNoName(r *xdr.Reader, w *xdr.Writer) uint32 {
 	}
 	if st := c.needFH(); st != nfs4OK {
 		return st
+	}
+	if style == 1 { // SECINFO_STYLE4_PARENT
+		if c.cur == c.exportRoot() {
+			return nfs4errNoent
+		}
+		if _, ok := c.s.cookie.parent(c.cur); !ok {
+			return nfs4errNoent
+		}
 	}
 	w.Uint32(1)
 	w.Uint32(oncrpc.AuthSys)

@@ -224,6 +224,12 @@ func (st *state) connGone(c *oncrpc.Conn) {
 // lookupState finds the state record a stateid names, checking its kind
 // and seqid. Called without st.mu.
 func (st *state) lookupState(sid stateid, kinds ...stateKind) (*stateRec, uint32) {
+	return st.lookup(sid, false, kinds...)
+}
+
+// lookup is lookupState; with allowOld an older seqid is accepted (a
+// LAYOUTGET may race with another, RFC 8881 section 12.5.3).
+func (st *state) lookup(sid stateid, allowOld bool, kinds ...stateKind) (*stateRec, uint32) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	sr := st.stateids[sid.other]
@@ -241,6 +247,9 @@ func (st *state) lookupState(sid stateid, kinds ...stateKind) (*stateRec, uint32
 		return nil, nfs4errBadStateid
 	}
 	if sid.seqid != 0 && sid.seqid != sr.seqid {
+		if sid.seqid < sr.seqid && allowOld {
+			return sr, nfs4OK
+		}
 		if sid.seqid < sr.seqid {
 			return nil, nfs4errOldStateid
 		}

@@ -1,16 +1,14 @@
-package nfs_test
+package ds3_test
 
 import (
 	"bytes"
-	"context"
-	"io"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/mds"
 	"github.com/strata-hpc/strata/internal/nfsguest"
+	"github.com/strata-hpc/strata/internal/nfstest"
 	"github.com/strata-hpc/strata/internal/testcluster"
 )
 
@@ -20,10 +18,10 @@ import (
 // rebuilt on the third data server, and the file reads back whole, in the
 // guest and through the client library.
 func TestKernelMirror(t *testing.T) {
-	kernelGuest(t)
-	rig := startPNFS(t, 3, testcluster.WithDefaultLayout("width=1,unit=1M,scheme=mirror:2"),
+	g := nfstest.Guest(t)
+	rig := nfstest.StartPNFS(t, 3, testcluster.WithDefaultLayout("width=1,unit=1M,scheme=mirror:2"),
 		testcluster.WithMDSConfig(func(c *mds.Config) { c.RebuildDelay = 2 * time.Second }))
-	c := rig.cl.Client()
+	c := rig.Cl.Client()
 	ctx := testcluster.Context(t, 8*time.Minute)
 
 	var res *nfsguest.Result
@@ -31,23 +29,22 @@ func TestKernelMirror(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		res, runErr = kernelGuest(t).Run(ctx, nfsguest.Options{
-			Server: rig.mdsPx.Addr(), MountOpt: "vers=4.2", Args: []string{"mirror"}, Forwards: rig.fwd,
-			// Under qemu's user networking a dead data server looks like a
-			// connection that closes, not a refused one: these make the
-			// client give up on it in seconds instead of minutes
-			// (docs/nfs.md, failover).
-			ModuleParams: []string{"nfs_layout_flexfiles.dataserver_timeo=30", "nfs_layout_flexfiles.dataserver_retrans=1", "nfs_layout_flexfiles.io_maxretrans=2"},
-		})
+		o := rig.Options("4.2", "mirror")
+		// Under qemu's user networking a dead data server looks like a
+		// connection that closes, not a refused one: these make the
+		// client give up on it in seconds instead of minutes
+		// (docs/nfs.md, failover).
+		o.ModuleParams = []string{"nfs_layout_flexfiles.dataserver_timeo=30", "nfs_layout_flexfiles.dataserver_retrans=1", "nfs_layout_flexfiles.io_maxretrans=2"}
+		res, runErr = g.Run(ctx, o)
 	}()
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		if b, err := tryRead(ctx, c, "/mw-marker"); err == nil && string(b) == "started" {
+		if b, err := nfstest.TryRead(ctx, c, "/mw-marker"); err == nil && string(b) == "started" {
 			break
 		}
 		select {
 		case <-done:
-			checkGuest(t, res, runErr)
+			nfstest.CheckGuest(t, res, runErr)
 			t.Fatal("the guest ended before it wrote the first half")
 		default:
 		}
@@ -61,26 +58,26 @@ func TestKernelMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	victim := -1
-	for i := range rig.cl.NumDS() {
-		if rig.cl.DSAddr(i) == info.Addrs[0] {
+	for i := range rig.Cl.NumDS() {
+		if rig.Cl.DSAddr(i) == info.Addrs[0] {
 			victim = i
 		}
 	}
 	if victim < 0 {
 		t.Fatalf("no data server at %s", info.Addrs[0])
 	}
-	killed := rig.cl.DSAddr(victim)
-	if err := rig.cl.StopDS(victim); err != nil {
+	killed := rig.Cl.DSAddr(victim)
+	if err := rig.Cl.StopDS(victim); err != nil {
 		t.Fatal(err)
 	}
-	_ = rig.ds3[victim].Close()
+	_ = rig.DS3[victim].Close()
 	t.Logf("killed data server %d (%s) holding copy 0 of /mirror.bin", victim, killed)
-	writeStrata(t, c, "/mw-marker", []byte("killed"))
+	nfstest.WriteStrata(t, c, "/mw-marker", []byte("killed"))
 	<-done
-	checkGuest(t, res, runErr)
+	nfstest.CheckGuest(t, res, runErr)
 
 	want := nfsguest.Pattern(4, 16<<20)
-	if got := readStrata(t, c, "/mirror.bin"); !bytes.Equal(got, want) {
+	if got := nfstest.ReadStrata(t, c, "/mirror.bin"); !bytes.Equal(got, want) {
 		t.Fatalf("the client library reads %d bytes, not the %d written, or they differ", len(got), len(want))
 	}
 	// The lost copy is rebuilt elsewhere; then the file reads whole from
@@ -95,17 +92,7 @@ func TestKernelMirror(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if got := readStrata(t, c, "/mirror.bin"); !bytes.Equal(got, want) {
+	if got := nfstest.ReadStrata(t, c, "/mirror.bin"); !bytes.Equal(got, want) {
 		t.Fatalf("after the rebuild the client library reads %d bytes, not the %d written, or they differ", len(got), len(want))
 	}
-}
-
-// tryRead reads a whole file through the client library.
-func tryRead(ctx context.Context, c *client.Client, name string) ([]byte, error) {
-	f, err := c.Open(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
 }

@@ -1,4 +1,4 @@
-package nfs_test
+package nfstest
 
 import (
 	"io"
@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// countingProxy relays TCP connections to target and counts the bytes
+// Proxy relays TCP connections to target and counts the bytes
 // clients send through it: how much data reached each server.
-type countingProxy struct {
+type Proxy struct {
 	ln     net.Listener
 	target string
 	in     atomic.Int64
@@ -19,25 +19,26 @@ type countingProxy struct {
 	conns  []net.Conn
 }
 
-func startProxy(t testing.TB, target string) *countingProxy {
+// StartProxy starts a Proxy to target, closed when the test ends.
+func StartProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &countingProxy{ln: ln, target: target}
+	p := &Proxy{ln: ln, target: target}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
 	return p
 }
 
-func (p *countingProxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
 // In returns the bytes clients sent so far.
-func (p *countingProxy) In() int64 { return p.in.Load() }
+func (p *Proxy) In() int64 { return p.in.Load() }
 
-func (p *countingProxy) accept() {
+func (p *Proxy) accept() {
 	defer p.wg.Done()
 	for {
 		c, err := p.ln.Accept()
@@ -66,7 +67,7 @@ func (p *countingProxy) accept() {
 	}
 }
 
-func (p *countingProxy) close() {
+func (p *Proxy) close() {
 	_ = p.ln.Close()
 	p.mu.Lock()
 	for _, c := range p.conns {
