@@ -22,7 +22,7 @@ func TestKernelPNFS(t *testing.T) {
 		t.Run("vers="+vers, func(t *testing.T) {
 			ctx := testcluster.Context(t, 5*time.Minute)
 			mds0, ds0 := rig.MDSPx.In(), rig.DSIn()
-			const mib = 16
+			const mib = 6
 			res, err := g.Run(ctx, rig.Options(vers, "bigio", fmt.Sprint(mib)))
 			nfstest.CheckGuest(t, res, err)
 			ms := strings.Join(res.Grep("mountstats:"), "\n")

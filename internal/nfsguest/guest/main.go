@@ -262,11 +262,11 @@ func waitContent(p, want string, d time.Duration) error {
 	}
 }
 
-// mirror: write half of /mirror.bin, tell the host (/mw-marker =
+// mirror: write the first 3 MiB of /mirror.bin, tell the host (/mw-marker =
 // "started"), wait until it has killed a data server ("killed"), write
-// the other half, then read the whole file back after dropping caches.
+// 3 MiB more, then read the whole file back after dropping caches.
 func mirror(mnt string) {
-	const half = 8 << 20
+	const half = 3 << 20
 	data := nfsguest.Pattern(4, 2*half)
 	p := filepath.Join(mnt, "mirror.bin")
 	f, err := os.Create(p)

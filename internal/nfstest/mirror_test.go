@@ -1,4 +1,4 @@
-package ds3_test
+package nfstest_test
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ func TestKernelMirror(t *testing.T) {
 	rig := nfstest.StartPNFS(t, 3, testcluster.WithDefaultLayout("width=1,unit=1M,scheme=mirror:2"),
 		testcluster.WithMDSConfig(func(c *mds.Config) { c.RebuildDelay = 2 * time.Second }))
 	c := rig.Cl.Client()
-	ctx := testcluster.Context(t, 8*time.Minute)
+	ctx := testcluster.Context(t, 9*time.Minute)
 
 	var res *nfsguest.Result
 	var runErr error
@@ -37,7 +37,7 @@ func TestKernelMirror(t *testing.T) {
 		o.ModuleParams = []string{"nfs_layout_flexfiles.dataserver_timeo=30", "nfs_layout_flexfiles.dataserver_retrans=1", "nfs_layout_flexfiles.io_maxretrans=2"}
 		res, runErr = g.Run(ctx, o)
 	}()
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(6 * time.Minute)
 	for {
 		if b, err := nfstest.TryRead(ctx, c, "/mw-marker"); err == nil && string(b) == "started" {
 			break
@@ -76,7 +76,7 @@ func TestKernelMirror(t *testing.T) {
 	<-done
 	nfstest.CheckGuest(t, res, runErr)
 
-	want := nfsguest.Pattern(4, 16<<20)
+	want := nfsguest.Pattern(4, 6<<20)
 	if got := nfstest.ReadStrata(t, c, "/mirror.bin"); !bytes.Equal(got, want) {
 		t.Fatalf("the client library reads %d bytes, not the %d written, or they differ", len(got), len(want))
 	}
