@@ -18,7 +18,10 @@ import (
 func TestKernelPNFS(t *testing.T) {
 	g := nfstest.Guest(t)
 	rig := nfstest.StartPNFS(t, 3, testcluster.WithDefaultLayout("width=3,unit=1M,scheme=none"))
-	for _, vers := range []string{"4.1", "4.2"} {
+	// vers=4.1 here; TestKernelMirror (internal/nfstest) does pNFS with
+	// 4.2, and TestKernelClient mounts both: one boot per package keeps it
+	// inside the package timeout on a loaded machine.
+	for _, vers := range []string{"4.1"} {
 		t.Run("vers="+vers, func(t *testing.T) {
 			ctx := testcluster.Context(t, 5*time.Minute)
 			mds0, ds0 := rig.MDSPx.In(), rig.DSIn()
