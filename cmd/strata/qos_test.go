@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,10 @@ func TestQoSPolicy(t *testing.T) {
 	}
 	if out := c.ok("qos", "status"); !strings.Contains(out, "policy version 2") || !strings.Contains(out, " io ") {
 		t.Fatalf("qos status:\n%s", out)
+	}
+	_, metrics := httpDo(t, http.MethodGet, "http://"+cl.AdminAddr()+"/metrics", "", "")
+	if !strings.Contains(metrics, "strata_qos_policy_version 2\n") || !regexp.MustCompile(`strata_qos_served_bytes_total\{ds="ds\d",class="io",job=""\} [1-9]`).MatchString(metrics) {
+		t.Fatalf("/metrics has no qos series:\n%s", metrics)
 	}
 }
 

@@ -102,6 +102,7 @@ func (s *Server) WriteMetrics(w io.Writer) error {
 		fmt.Fprintf(bw, "strata_ds_free_bytes{ds=%s} %d\n", label(in.id), in.free)
 	}
 	s.writeRepairMetrics(bw, family)
+	s.writeQoSMetrics(bw, family)
 	family("strata_mds_uptime_seconds", "gauge", "Seconds since the server started.")
 	fmt.Fprintf(bw, "strata_mds_uptime_seconds %.0f\n", s.uptime(now).Seconds())
 	return bw.Flush()

@@ -3,6 +3,8 @@ package mds
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"syscall"
@@ -113,5 +115,28 @@ func (s *Server) qosBeat(r *rpc.HeartbeatReq, resp *rpc.HeartbeatResp) {
 	resp.QoSVersion = q.Version
 	if r.QoSVersion != q.Version && q.Version != 0 {
 		resp.QoSPolicy = q.Doc
+	}
+}
+
+// writeQoSMetrics writes the QoS series: the policy's version, and per
+// data server its queue and the bytes served per class and job, as its
+// last heartbeat told.
+func (s *Server) writeQoSMetrics(w io.Writer, family func(name, typ, help string)) {
+	st, _ := s.QoSStatus(context.Background()) // never fails
+	family("strata_qos_policy_version", "gauge", "Version of the cluster's QoS policy (0: the default).")
+	fmt.Fprintf(w, "strata_qos_policy_version %d\n", st.Version)
+	family("strata_qos_ds_policy_version", "gauge", "Version of the QoS policy a data server applies.")
+	for _, d := range st.Servers {
+		fmt.Fprintf(w, "strata_qos_ds_policy_version{ds=%s} %d\n", label(d.ID), d.Version)
+	}
+	family("strata_qos_queued_requests", "gauge", "Reads and writes waiting in a data server's QoS scheduler.")
+	for _, d := range st.Servers {
+		fmt.Fprintf(w, "strata_qos_queued_requests{ds=%s} %d\n", label(d.ID), d.Queued)
+	}
+	family("strata_qos_served_bytes_total", "counter", "Bytes a data server's QoS scheduler let through, by class and job (job empty: none).")
+	for _, d := range st.Servers {
+		for _, j := range d.Served {
+			fmt.Fprintf(w, "strata_qos_served_bytes_total{ds=%s,class=%s,job=%s} %d\n", label(d.ID), label(qos.Class(j.Class).String()), label(j.Job), j.Bytes)
+		}
 	}
 }
