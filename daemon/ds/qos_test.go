@@ -215,3 +215,30 @@ func TestQoSForgedTag(t *testing.T) {
 		t.Fatalf("component holds %q after the forged writes, want %q", got, "mine")
 	}
 }
+
+// TestQoSRebuildReservation: a rebuild under full io load advances at no
+// less than its reservation, and takes the whole server when io stops.
+func TestQoSRebuildReservation(t *testing.T) {
+	h := newQoSHarness(t)
+	const resv = qosBandwidth / 4
+	p := qos.DefaultPolicy()
+	p.Classes["io"] = qos.ClassPolicy{Weight: 100}
+	p.Classes["rebuild"] = qos.ClassPolicy{Weight: 1, Reservation: resv}
+	h.s.SetQoSPolicy(p)
+	h.mustWrite(rpc.ComponentID{Ino: 1, Gen: 1}, 0, make([]byte, 32*qosChunk))
+	w := &qosWorkload{h: h, cancel: map[string]context.CancelFunc{}, errs: make(chan error, 16)}
+	defer w.close()
+	w.start("500", qos.ClassIO, 1, 12, 0)
+	w.start("", qos.ClassRebuild, 2, 12, 0)
+	loaded := w.measure(t)
+	w.stop("500")
+	idle := w.measure(t)
+	t.Logf("rebuild under io load %.2f MiB/s (reservation %.2f, io %.2f); alone %.2f of %.2f",
+		loaded[""]/(1<<20), float64(resv)/(1<<20), loaded["500"]/(1<<20), idle[""]/(1<<20), float64(qosBandwidth)/(1<<20))
+	if loaded[""] < 0.9*resv {
+		t.Errorf("rebuild under full io load got %.0f B/s, want at least its reservation %d", loaded[""], resv)
+	}
+	if idle[""] < 0.9*qosBandwidth {
+		t.Errorf("rebuild alone got %.0f B/s, want the whole server (%d)", idle[""], qosBandwidth)
+	}
+}
