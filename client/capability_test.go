@@ -36,7 +36,7 @@ func TestCapabilityRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lg rpc.LayoutGetResp
-	rc := rpc.NewClient(rpc.ClientConfig{})
+	rc := rpc.NewClient(rpc.ClientConfig{Auth: cl.Credentials().Header})
 	defer rc.Close()
 	a, _ := c.Stat(ctx, "/guarded")
 	if err := rc.Call(ctx, cl.MDSAddr(), rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: a.Ino, Write: true}, &lg); err != nil {

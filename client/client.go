@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/identity"
 	"github.com/strata-hpc/strata/qos"
 )
 
@@ -33,6 +34,14 @@ type Config struct {
 	// Tag is the QoS tag of files opened without one (WithTag): the job
 	// this client serves and its class; default no job, class io.
 	Tag qos.Tag
+	// Auth proves who is calling: a node daemon's credentials (it acts for
+	// Cred, or for the actor of each call's context, identity.WithActor).
+	// Munge, if Auth is nil, is the munged a user's process proves its uid
+	// to: the client opens a session with it. With neither, calls carry no
+	// credential and an MDS that authenticates refuses them. See
+	// docs/security.md.
+	Auth  identity.Credentials
+	Munge *identity.Munge
 }
 
 // DefaultConfig returns the defaults: the dev MDS, this process's identity.
@@ -88,13 +97,44 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Client{
+	c := &Client{
 		cfg:    cfg,
 		self:   rpc.Cred{Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())},
-		rpc:    rpc.NewClient(rpc.ClientConfig{Timeout: cfg.Timeout, MaxConnsPerHost: 4 * cfg.MaxInflight}),
 		sess:   newSession(),
 		mdsSet: newMDSSet(cfg.MDS),
-	}, nil
+	}
+	if c.cfg.Auth == nil && c.cfg.Munge != nil {
+		c.cfg.Auth = identity.NewSessionCredentials(*c.cfg.Munge, c.openSession)
+	}
+	rc := rpc.ClientConfig{Timeout: cfg.Timeout, MaxConnsPerHost: 4 * cfg.MaxInflight}
+	if c.cfg.Auth != nil {
+		rc.Auth = c.header
+	}
+	c.rpc = rpc.NewClient(rc)
+	return c, nil
+}
+
+// header is the Authorization header of a call made in ctx: a node
+// daemon's calls act for the Cred of ctx (rpc.WithCred: the FUSE mount's
+// caller), else for the process itself.
+func (c *Client) header(ctx context.Context) (string, error) {
+	if _, ok := identity.ActorFrom(ctx); !ok {
+		cr, ok := rpc.CredFrom(ctx)
+		if !ok {
+			cr = c.self
+		}
+		ctx = identity.WithActor(ctx, identity.Actor{Uid: cr.Uid, Gid: cr.Gid})
+	}
+	return c.cfg.Auth.Header(ctx)
+}
+
+// openSession opens a session at the MDS with a MUNGE credential.
+func (c *Client) openSession(ctx context.Context, mungeHeader string) ([]byte, time.Time, error) {
+	var r rpc.AuthSessionResp
+	if err := c.mds(rpc.WithAuthorization(ctx, mungeHeader), rpc.MAuthSession, &rpc.Empty{}, &r); err != nil {
+		return nil, time.Time{}, err
+	}
+	return r.Token, time.Unix(0, r.Expiry), nil
 }
 
 // Close stops renewing the lock session (its locks lapse with the lease)

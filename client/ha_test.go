@@ -120,6 +120,7 @@ func TestVoters(t *testing.T) {
 	// A client that only knows a follower is redirected to the leader.
 	cfg := client.DefaultConfig()
 	cfg.MDS = cl.MDSReplicaAddr(follower)
+	cfg.Auth = cl.Credentials()
 	c, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func TestVoters(t *testing.T) {
 		t.Fatalf("mkdir through a follower: %v", err)
 	}
 
-	rc := rpc.NewClient(rpc.ClientConfig{})
+	rc := rpc.NewClient(rpc.ClientConfig{Auth: cl.Credentials().Header})
 	defer rc.Close()
 	var r rpc.ClusterResp
 	// Remove the follower, then the other follower: the leader is left alone.

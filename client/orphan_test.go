@@ -21,7 +21,7 @@ func TestOrphanNotResurrected(t *testing.T) {
 	cl := testcluster.Start(t, 2)
 	c := cl.Client()
 	ctx := testcluster.Context(t, 2*time.Minute)
-	rc := rpc.NewClient(rpc.ClientConfig{})
+	rc := rpc.NewClient(rpc.ClientConfig{Auth: cl.Credentials().Header})
 	defer rc.Close()
 
 	// saved returns a write layout of name, as a client that keeps it

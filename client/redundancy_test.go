@@ -21,6 +21,7 @@ func clientWith(t *testing.T, cl *testcluster.Cluster, chunk int) *client.Client
 	t.Helper()
 	cfg := client.DefaultConfig()
 	cfg.MDS = cl.MDSAddr()
+	cfg.Auth = cl.Credentials()
 	cfg.ChunkSize = chunk
 	c, err := client.New(cfg)
 	if err != nil {

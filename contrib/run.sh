@@ -33,6 +33,9 @@ if "$BIN" df >/dev/null 2>&1; then
 fi
 
 "$BIN" dev --dir "$data/dev" >"$log" 2>&1 &
+# Client commands run as root on this node: the cluster secret proves it
+# (docs/security.md).
+export STRATA_SECRET_FILE=$data/dev/secret
 dev=$!
 
 # strata dev prints "try: ..." once the MDS leads and every data server

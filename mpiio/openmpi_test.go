@@ -39,11 +39,12 @@ func stripeHints() []string { return []string{"striping_factor=4", "striping_uni
 // world is one Strata, mounted, and the programs the tests run.
 type world struct {
 	t    *testing.T
-	bin  string // built programs
-	tmp  string // TMPDIR of the MPI jobs
-	mnt  string // the Strata mount point
-	mds  string // MDS address
-	root string // module root
+	bin  string   // built programs
+	tmp  string   // TMPDIR of the MPI jobs
+	mnt  string   // the Strata mount point
+	env  []string // the strata commands' environment: the dev cluster's secret (root on this node)
+	mds  string   // MDS address
+	root string   // module root
 }
 
 // skipLoudly skips the test, and says so on stderr where `go test`
@@ -80,7 +81,8 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
-	w := &world{t: t, bin: filepath.Join(work, "bin"), tmp: filepath.Join(work, "tmp"), mnt: filepath.Join(work, "mnt"), root: root}
+	w := &world{t: t, bin: filepath.Join(work, "bin"), tmp: filepath.Join(work, "tmp"), mnt: filepath.Join(work, "mnt"), root: root,
+		env: append(os.Environ(), "STRATA_SECRET_FILE="+filepath.Join(work, "dev", "secret"))}
 	for _, d := range []string{w.bin, w.tmp, w.mnt} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -124,7 +126,7 @@ func (w *world) run(dir, name string, args ...string) {
 func (w *world) strata(args ...string) string {
 	w.t.Helper()
 	cmd := exec.Command(filepath.Join(w.bin, "strata"), args...)
-	cmd.Env = append(os.Environ(), "STRATA_MDS="+w.mds)
+	cmd.Env = append(w.env, "STRATA_MDS="+w.mds)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -162,7 +164,7 @@ func (w *world) start(args ...string) *proc {
 	w.t.Helper()
 	p := &proc{done: make(chan struct{}), line: make(chan string, 64)}
 	p.cmd = exec.Command(filepath.Join(w.bin, "strata"), args...)
-	p.cmd.Env = os.Environ()
+	p.cmd.Env = w.env
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		w.t.Fatal(err)

@@ -33,7 +33,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	ino := n.ino()
 	of := n.fsys.acquire(ino)
 	of.setTag(n.fsys.tagOf(ctx))
-	a, err := of.open(writable(flags), true)
+	a, err := of.open(n.fsys.as(ctx), writable(flags), true)
 	if err == nil && flags&syscall.O_TRUNC != 0 && writable(flags) && a.Size > 0 {
 		err = of.truncate(0)
 		a.Size = 0
@@ -76,7 +76,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if created {
 		of.setCreated(a)
 	} else {
-		a, err = of.open(writable(flags), true)
+		a, err = of.open(n.fsys.as(ctx), writable(flags), true)
 		if err == nil && flags&syscall.O_TRUNC != 0 && writable(flags) && a.Size > 0 {
 			err = of.truncate(0)
 			a.Size = 0

@@ -51,7 +51,7 @@ func fromLock(l rpc.Lock, out *gofuse.FileLock) {
 // Getlk reports a lock that would conflict with lk (F_GETLK), or F_UNLCK.
 func (h *handle) Getlk(ctx context.Context, owner uint64, lk *gofuse.FileLock, flags uint32, out *gofuse.FileLock) syscall.Errno {
 	fsys := h.of.fsys
-	l, err := fsys.c.GetLock(fsys.ctx, h.of.ino, toLock(lk, owner, flags))
+	l, err := fsys.c.GetLock(fsys.as(ctx), h.of.ino, toLock(lk, owner, flags))
 	if err != nil {
 		return fsys.errs.fail("getlk", h.of.ino, err)
 	}
@@ -73,10 +73,10 @@ func (h *handle) Setlkw(ctx context.Context, owner uint64, lk *gofuse.FileLock, 
 func (h *handle) setlk(ctx context.Context, owner uint64, lk *gofuse.FileLock, flags uint32, wait bool) syscall.Errno {
 	fsys, ino := h.of.fsys, h.of.ino
 	l := toLock(lk, owner, flags)
-	callCtx := fsys.ctx
+	callCtx := fsys.as(ctx)
 	if wait {
 		// The wait ends with the request (interrupted) or the mount.
-		c, cancel := context.WithCancel(fsys.ctx)
+		c, cancel := context.WithCancel(fsys.as(ctx))
 		defer cancel()
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()

@@ -274,7 +274,7 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *gofuse.Ent
 
 // Readlink returns a symbolic link's target.
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
-	t, err := n.fsys.c.ReadlinkIno(n.fsys.ctx, n.ino())
+	t, err := n.fsys.c.ReadlinkIno(n.fsys.as(ctx), n.ino())
 	if err != nil {
 		return nil, n.fsys.errs.fail("readlink", n.ino(), err)
 	}
@@ -314,7 +314,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 // Statfs reports the namespace's capacity and free space. Inodes are not
 // limited; the free count shown is a large constant.
 func (n *node) Statfs(ctx context.Context, out *gofuse.StatfsOut) syscall.Errno {
-	st, err := n.fsys.c.StatFS(n.fsys.ctx)
+	st, err := n.fsys.c.StatFS(n.fsys.as(ctx))
 	if err != nil {
 		return n.fsys.errs.fail("statfs", n.ino(), err)
 	}

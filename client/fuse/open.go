@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"context"
 	"errors"
 	"os"
 	"sync"
@@ -71,7 +72,7 @@ func (of *openFile) setTag(t qos.Tag) {
 // open makes sure the shared File can write (if write is set) and, with
 // fresh, fetches fresh attributes and layout (close-to-open). It returns
 // the attributes.
-func (of *openFile) open(write, fresh bool) (*rpc.Attr, error) {
+func (of *openFile) open(ctx context.Context, write, fresh bool) (*rpc.Attr, error) {
 	of.mu.Lock()
 	defer of.mu.Unlock()
 	switch {
@@ -86,7 +87,7 @@ func (of *openFile) open(write, fresh bool) (*rpc.Attr, error) {
 			// O_CREAT of a read-only file).
 			open = of.fsys.c.OpenCreatedIno
 		}
-		f, a, err := open(client.WithTag(of.fsys.ctx, of.tag), of.ino, flag)
+		f, a, err := open(client.WithTag(ctx, of.tag), of.ino, flag)
 		if err != nil {
 			return nil, err
 		}
@@ -96,7 +97,7 @@ func (of *openFile) open(write, fresh bool) (*rpc.Attr, error) {
 		}
 		of.f, of.attr = f, *a
 	case fresh:
-		a, err := of.f.Refresh(of.fsys.ctx)
+		a, err := of.f.Refresh(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +134,7 @@ func (of *openFile) file(write bool) (*client.File, error) {
 	if f != nil && (!write || f.Writable()) {
 		return f, nil
 	}
-	if _, err := of.open(write, false); err != nil {
+	if _, err := of.open(of.fsys.ctx, write, false); err != nil {
 		return nil, err
 	}
 	of.mu.Lock()

@@ -66,7 +66,7 @@ reports.`)
 	if len(rest) < 2 || rest[0] != "mds" {
 		return usageErrorf("admin", "want: mds list | mds add ID RAFT_ADDR | mds remove ID | mds recover | %s", adminRepairUsage)
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		var r *rpc.ClusterResp
 		var err error
 		switch verb := rest[1]; {

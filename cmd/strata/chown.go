@@ -39,7 +39,7 @@ setuid bit of a file, and its setgid bit when the group may execute it.`)
 	if uid == client.NoChange && gid == client.NoChange {
 		return usageErrorf(f.name, "%q names neither an owner nor a group", paths[0])
 	}
-	return chown(ctx, "chown", mds(), paths[1:], uid, gid)
+	return chown(ctx, a, "chown", mds(), paths[1:], uid, gid)
 }
 
 func runChgrp(ctx context.Context, a *app, args []string) error {
@@ -58,11 +58,11 @@ file may give it one of the owner's groups; root any group.`)
 	if err != nil {
 		return err
 	}
-	return chown(ctx, "chgrp", mds(), paths[1:], client.NoChange, gid)
+	return chown(ctx, a, "chgrp", mds(), paths[1:], client.NoChange, gid)
 }
 
-func chown(ctx context.Context, cmd, mds string, paths []string, uid, gid uint32) error {
-	return withClient(ctx, mds, func(c *client.Client) error {
+func chown(ctx context.Context, a *app, cmd, mds string, paths []string, uid, gid uint32) error {
+	return withClient(ctx, a, mds, func(c *client.Client) error {
 		for _, arg := range paths {
 			if err := c.Chown(ctx, strataPath(arg), uid, gid); err != nil {
 				return opError(cmd, arg, err)

@@ -18,11 +18,21 @@ func strataPath(arg string) string {
 	return strings.TrimPrefix(arg, strataPrefix)
 }
 
-// withClient runs fn with a client of the MDS at addr and turns a failure
-// to reach that MDS into an error that says what to do about it.
-func withClient(ctx context.Context, addr string, fn func(c *client.Client) error) error {
+// withClient runs fn with a client of the MDS at addr, authenticated as
+// clientAuth says, and turns a failure to reach that MDS into an error
+// that says what to do about it.
+func withClient(ctx context.Context, a *app, addr string, fn func(c *client.Client) error) error {
+	return withClientSecret(ctx, a, addr, "", fn)
+}
+
+// withClientSecret is withClient with the cluster secret read from
+// secretFile (if not empty).
+func withClientSecret(ctx context.Context, a *app, addr, secretFile string, fn func(c *client.Client) error) error {
 	cfg := client.DefaultConfig()
 	cfg.MDS = addr
+	if err := clientAuth(a, &cfg, secretFile); err != nil {
+		return err
+	}
 	c, err := client.New(cfg)
 	if err != nil {
 		return err

@@ -101,7 +101,7 @@ func runCp(ctx context.Context, a *app, args []string) error {
 		}
 	}
 	src, dst := classify(paths[0], paths[1])
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		cp := copier{ctx: ctx, c: c, spec: *spec}
 		if a.tty && !*quiet {
 			cp.progress = a.stderr
@@ -303,7 +303,7 @@ func runCat(ctx context.Context, a *app, args []string) error {
 	if err := f.nargs(paths, 1, -1); err != nil {
 		return err
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		for _, arg := range paths {
 			fl, err := c.Open(ctx, strataPath(arg))
 			if err != nil {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/internal/identity"
 	"github.com/strata-hpc/strata/internal/localcluster"
 )
 
@@ -97,7 +99,7 @@ func TestDev(t *testing.T) {
 		!strings.Contains(out, "try: STRATA_MDS="+mds[1]+" strata ls /") {
 		t.Fatalf("dev printed:\n%s", out)
 	}
-	env := map[string]string{"STRATA_MDS": mds[1]}
+	env := map[string]string{"STRATA_MDS": mds[1], "STRATA_SECRET_FILE": filepath.Join(dir, "secret")}
 	strata(t, env, "mkdir", "/kept").ok(t)
 	if code, body := httpGet(t, adminURL[1]+"/v1/health"); code != 200 || !strings.Contains(body, `"role": "leader"`) {
 		t.Errorf("health: %d %s", code, body)
@@ -160,6 +162,11 @@ func TestMDSAndDS(t *testing.T) {
 
 	cfg := client.DefaultConfig()
 	cfg.MDS = mdsAddr
+	sec, err := capability.ReadSecretFile(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Auth = identity.NewNodeCredentials(sec, identity.RoleNode, "test", "")
 	cl, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +188,7 @@ func TestMDSAndDS(t *testing.T) {
 		return up == 2
 	})
 
-	env := map[string]string{"STRATA_MDS": mdsAddr}
+	env := map[string]string{"STRATA_MDS": mdsAddr, "STRATA_SECRET_FILE": secret}
 	out := strata(t, env, "df", "--bytes").ok(t).stdout
 	if !regexp.MustCompile(`(?m)^ds1\s+ds1\s+\S+\s+up\s+1073741824\s`).MatchString(out) ||
 		!regexp.MustCompile(`(?m)^ds2\s+rack2\s+\S+\s+up\s+2147483648\s`).MatchString(out) {

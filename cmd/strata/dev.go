@@ -102,6 +102,13 @@ func printDev(a *app, c *localcluster.Cluster) {
 	for i := range c.NumDS() {
 		fmt.Fprintf(w, "  %-6s %s\n", localcluster.DSID(i), c.DSAddr(i))
 	}
+	secret := filepath.Join(c.Dir(), "secret")
+	fmt.Fprintf(w, "  secret %s", secret)
+	if c.Dir() != devDir() {
+		// root's client commands find the default one by themselves.
+		fmt.Fprintf(w, " (export STRATA_SECRET_FILE=%s for client commands)", secret)
+	}
+	fmt.Fprintln(w)
 	hint := "strata ls /"
 	if c.MDSAddr() != "127.0.0.1:7000" {
 		hint = "STRATA_MDS=" + c.MDSAddr() + " strata ls /"

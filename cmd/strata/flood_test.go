@@ -35,6 +35,7 @@ func TestMain(m *testing.M) {
 type devProc struct {
 	cmd     *exec.Cmd
 	mds     string
+	secret  string // its cluster secret file
 	ds      []string
 	log     *syncBuffer // stderr: the daemons' log
 	stopped chan struct{}
@@ -52,7 +53,7 @@ func startDevProcess(t *testing.T, nds int) *devProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &devProc{cmd: cmd, log: &syncBuffer{}, stopped: make(chan struct{})}
+	d := &devProc{cmd: cmd, secret: filepath.Join(dir, "secret"), log: &syncBuffer{}, stopped: make(chan struct{})}
 	cmd.Stderr = d.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -180,7 +181,7 @@ func TestMemoryFlood(t *testing.T) {
 		boundKB = 256 << 10
 	)
 	d := startDevProcess(t, 1)
-	env := map[string]string{"STRATA_MDS": d.mds}
+	env := map[string]string{"STRATA_MDS": d.mds, "STRATA_SECRET_FILE": d.secret}
 	strata(t, env, "mkdir", "/before").ok(t)
 	base := d.memKiB(t, "VmRSS")
 
@@ -230,7 +231,7 @@ func TestNoWholeBodyWarning(t *testing.T) {
 		t.Skip("-short: copies 1 GiB")
 	}
 	d := startDevProcess(t, 2)
-	env := map[string]string{"STRATA_MDS": d.mds}
+	env := map[string]string{"STRATA_MDS": d.mds, "STRATA_SECRET_FILE": d.secret}
 	src := filepath.Join(t.TempDir(), "big")
 	f, err := os.Create(src)
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 // and leaves every file readable.
 func TestAdminGC(t *testing.T) {
 	cl := testcluster.Start(t, 2)
-	env := map[string]string{"STRATA_MDS": cl.MDSAddr()}
+	env := envOf(cl)
 	ctx := testcluster.Context(t, 2*time.Minute)
 	c := cl.Client()
 	data := bytes.Repeat([]byte("keep me "), 20000)

@@ -33,7 +33,7 @@ hidden unless -a is given.`)
 		paths = []string{"/"}
 	}
 	lf := &lsFormat{long: *long, human: *human, names: map[uint32]string{}, groups: map[uint32]string{}, now: time.Now()}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		var failed error
 		for i, arg := range paths {
 			p := strataPath(arg)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,11 +45,29 @@ type result struct {
 func strata(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
 	var out, errb syncBuffer
+	if _, ok := env["STRATA_SECRET_FILE"]; !ok {
+		// No cluster to talk to: any secret, so that a root test never
+		// picks up a secret file of the machine's.
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env["STRATA_SECRET_FILE"] = dummySecret(t)
+	}
 	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return env[k] }}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	err := a.main(ctx, args)
 	return result{stdout: out.String(), stderr: errb.String(), code: exitCode(err), err: err}
+}
+
+// dummySecret returns the path of a cluster secret no test cluster has.
+func dummySecret(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "dummy-secret")
+	if err := os.WriteFile(p, bytes.Repeat([]byte{1}, 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // ok fails the test unless the command succeeded with nothing on stderr.

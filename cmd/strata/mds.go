@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/strata-hpc/strata/daemon/admin"
@@ -39,8 +41,12 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	o.dur("raft_timeout", "raft heartbeat, election and lease `timeout`", &cfg.RaftTimeout)
 	o.uint("snapshot_threshold", "raft log `entries` between snapshots", &cfg.SnapshotThreshold)
 	o.str("admin_listen", "admin REST API `address`; \"off\" disables it", &adminListen)
+	adminTokenFile, adminCert, adminKey := "", "", ""
+	o.str("admin_token_file", "`file` (mode 0600) of the bearer token the admin REST API's mutations need", &adminTokenFile)
+	o.str("admin_tls_cert", "PEM certificate `file`: serve the admin REST API over HTTPS (with admin_tls_key)", &adminCert)
+	o.str("admin_tls_key", "PEM private key `file` of admin_tls_cert", &adminKey)
 	adminToken := ""
-	o.str("admin_token", "bearer `token` the admin REST API's changes (PUT /v1/qos/policy) must carry; empty: none allowed", &adminToken)
+	o.str("admin_token", "bearer `token` the admin REST API's changes must carry (prefer admin_token_file: a flag shows in ps); empty: none", &adminToken)
 	peers := ""
 	o.str("raft_peers", "comma-separated raft `addresses` (or id=address) of the initial voters, this one included", &peers)
 	o.add("join", "start without bootstrapping and wait to be added as a voter (`true` or false)", "false", func(v string) error {
@@ -55,6 +61,7 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 		return nil
 	})
 	o.str("advertise", "RPC `address` followers redirect clients to (default: the listen address)", &cfg.Advertise)
+	authOptions(o, &cfg)
 	repairOptions(o, &cfg)
 	var nf nfsFlags
 	nfsOptions(o, &nf)
@@ -85,7 +92,14 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	}
 	names, servers := []string{"mds"}, []server{m}
 	if adminListen != "off" && adminListen != "" {
-		ad, err := admin.New(admin.Config{Listen: adminListen, Token: adminToken}, admin.Deps{Log: log, Source: m, Tiers: m, QoS: m})
+		acfg := admin.Config{Listen: adminListen, Token: adminToken, TokenFile: adminTokenFile, MungeSocket: cfg.MungeSocket, AdminGID: -1,
+			TLSCert: adminCert, TLSKey: adminKey}
+		if g, err := user.LookupGroup(cfg.AdminGroup); cfg.AdminGroup != "" && err == nil {
+			acfg.AdminGID, _ = strconv.ParseInt(g.Gid, 10, 64)
+		} else if n, err := strconv.ParseInt(cfg.AdminGroup, 10, 64); err == nil {
+			acfg.AdminGID = n
+		}
+		ad, err := admin.New(acfg, admin.Deps{Log: log, Source: m, Tiers: m, QoS: m, Actions: m})
 		if err != nil {
 			_ = m.Close()
 			return err

@@ -92,6 +92,7 @@ write_behind=SIZE, allow_other, debug, fsname=NAME, subtype=NAME; others
 	entryTimeout := f.Duration("entry-timeout", def.EntryTimeout, "how long the kernel caches names (0: not at all)")
 	allowOther := f.Bool("allow-other", def.AllowOther, "let every user of this node use the mount (--allow-other=false: only you)")
 	debug := f.Bool("debug", false, "log every FUSE request (with --log-level debug)")
+	secretFile := f.String("secret-file", "", "cluster secret `file`: the mount authenticates as its node and acts for each caller (default $STRATA_SECRET_FILE; see docs/security.md)")
 	logLevel := f.String("log-level", "warn", "`level` of the log on stderr: debug, info, warn or error")
 	fsname := f.String("fsname", def.FsName, "the `source` mount(8), findmnt and df show (fstab's first field, for mounts by mount -t fuse.strata)")
 	var extra optionList
@@ -123,7 +124,7 @@ write_behind=SIZE, allow_other, debug, fsname=NAME, subtype=NAME; others
 	if err := checkMountDir(dir); err != nil {
 		return err
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClientSecret(ctx, a, mds(), *secretFile, func(c *client.Client) error {
 		// Probe first, so that a dead MDS fails here with the CLI's
 		// message, before anything is mounted.
 		pctx, cancel := context.WithTimeout(ctx, mountProbeTimeout)

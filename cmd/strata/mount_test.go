@@ -39,10 +39,10 @@ func isMounted(t *testing.T, dir string) bool {
 
 // startMount runs `strata mount` on a fresh directory and waits until it
 // is mounted.
-func startMount(t *testing.T, mds string, extra ...string) (*daemon, string) {
+func startMount(t *testing.T, env map[string]string, extra ...string) (*daemon, string) {
 	t.Helper()
 	dir := t.TempDir()
-	d := startDaemon(t, map[string]string{"STRATA_MDS": mds}, append(append([]string{"mount"}, extra...), dir)...)
+	d := startDaemon(t, env, append(append([]string{"mount"}, extra...), dir)...)
 	waitFor(t, "the mount", d, func() bool { return isMounted(t, dir) })
 	return d, dir
 }
@@ -67,7 +67,7 @@ func (d *daemon) exited(t *testing.T) error {
 func TestMountCommand(t *testing.T) {
 	requireFUSE(t)
 	c := newCLI(t, 2)
-	d, dir := startMount(t, c.mds, "--attr-timeout", "500ms", "-o", "entry_timeout=0.5,noatime")
+	d, dir := startMount(t, c.env(), "--attr-timeout", "500ms", "-o", "entry_timeout=0.5,noatime")
 	if err := os.WriteFile(filepath.Join(dir, "hello"), []byte("hello, strata\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestMountCommand(t *testing.T) {
 func TestMountSignal(t *testing.T) {
 	requireFUSE(t)
 	cl := testcluster.Start(t, 1)
-	d, dir := startMount(t, cl.MDSAddr())
+	d, dir := startMount(t, envOf(cl))
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestMountBadInput(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"STRATA_MDS": cl.MDSAddr()}
+	env := envOf(cl)
 	strata(t, env, "mount", filepath.Join(dir, "nope")).fails(t, 1, "no such directory")
 	strata(t, env, "mount", file).fails(t, 1, "not a directory")
 	strata(t, env, "mount", "--mds", "127.0.0.1:1", dir).fails(t, 1, "cannot reach the MDS at 127.0.0.1:1")

@@ -84,7 +84,7 @@ equivalent OMPI_MCA_io_ompio_* settings.`)
 		return usageErrorf(f.name, "--layout %q: %s", *spec, reason(err))
 	}
 	if *dir != "" {
-		err := withClient(ctx, mds(), func(c *client.Client) error {
+		err := withClient(ctx, a, mds(), func(c *client.Client) error {
 			info, err := c.GetLayout(ctx, strataPath(*dir))
 			if err != nil {
 				return err

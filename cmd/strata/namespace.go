@@ -31,7 +31,7 @@ Make each directory PATH. Without -p the parent must exist and PATH must not.`)
 	if err != nil {
 		return err
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		for _, arg := range paths {
 			mk := c.Mkdir
 			if *parents {
@@ -68,7 +68,7 @@ directory that is not empty needs -r.`)
 	if len(paths) == 0 && !*force {
 		return f.nargs(paths, 1, -1)
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		for _, arg := range paths {
 			p := strataPath(arg)
 			if path.Clean("/"+p) == "/" {
@@ -105,7 +105,7 @@ moves into it. Moving a directory into itself is an error.`)
 		return err
 	}
 	src, dst := strataPath(paths[0]), strataPath(paths[1])
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		if at, err := c.Stat(ctx, dst); err == nil && at.IsDir() {
 			dst = path.Join(dst, path.Base(path.Clean("/"+src)))
 		}
@@ -135,7 +135,7 @@ content is TARGET (stored as given, not checked).`)
 	if err := f.nargs(paths, 2, 2); err != nil {
 		return err
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		var err error
 		if *sym {
 			err = c.Symlink(ctx, paths[0], strataPath(paths[1]))
@@ -156,7 +156,7 @@ func runReadlink(ctx context.Context, a *app, args []string) error {
 	if err := f.nargs(paths, 1, 1); err != nil {
 		return err
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		t, err := c.Readlink(ctx, strataPath(paths[0]))
 		if err != nil {
 			return opError("readlink", paths[0], err)
@@ -178,7 +178,7 @@ directory gives), else set its access and modification times to now.`)
 	if err := f.nargs(paths, 1, -1); err != nil {
 		return err
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		for _, arg := range paths {
 			p := strataPath(arg)
 			_, err := c.Stat(ctx, p)
@@ -219,7 +219,7 @@ suffix); a file grows with zeros. A missing PATH is created.`)
 	if err := f.nargs(paths, 1, -1); err != nil {
 		return err
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		for _, arg := range paths {
 			fl, err := c.OpenFile(ctx, strataPath(arg), os.O_WRONLY|os.O_CREATE, 0o644)
 			if err == nil {
@@ -250,7 +250,7 @@ func runChmod(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		for _, arg := range paths[1:] {
 			if err := c.Chmod(ctx, strataPath(arg), perm); err != nil {
 				return opError("chmod", arg, err)

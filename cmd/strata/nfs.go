@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/nfs"
+	"github.com/strata-hpc/strata/internal/identity"
 )
 
 // nfsFlags are the options of the NFS front end, shared by mds and dev.
@@ -73,6 +74,8 @@ func newNFS(log *slog.Logger, n *nfsFlags, mdsAddr string, secret []byte) (serve
 	ccfg := client.DefaultConfig()
 	ccfg.MDS = loopbackOf(mdsAddr)
 	ccfg.Cred.Uid, ccfg.Cred.Gid = 0, 0
+	// The front end is a node daemon of the MDS's node (docs/security.md).
+	ccfg.Auth = identity.NewNodeCredentials(secret, identity.RoleNode, "", "")
 	cl, err := client.New(ccfg)
 	if err != nil {
 		return nil, err

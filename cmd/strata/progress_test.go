@@ -50,7 +50,7 @@ func TestCpProgressOnTerminal(t *testing.T) {
 	src, _ := randomFile(t, t.TempDir(), "p.bin", 1<<20)
 	var out, errb syncBuffer
 	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, tty: true,
-		getenv: func(k string) string { return map[string]string{"STRATA_MDS": c.mds}[k] }}
+		getenv: func(k string) string { return c.env()[k] }}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := a.main(ctx, []string{"cp", src, "/p.bin"}); err != nil {

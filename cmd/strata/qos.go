@@ -30,9 +30,9 @@ new policy within two heartbeats.`)
 	}
 	switch {
 	case len(rest) == 1 && rest[0] == "status":
-		return withClient(ctx, mds(), func(c *client.Client) error { return qosStatus(ctx, a.stdout, c) })
+		return withClient(ctx, a, mds(), func(c *client.Client) error { return qosStatus(ctx, a.stdout, c) })
 	case len(rest) == 2 && rest[0] == "policy" && rest[1] == "show":
-		return withClient(ctx, mds(), func(c *client.Client) error {
+		return withClient(ctx, a, mds(), func(c *client.Client) error {
 			p, err := c.QoSPolicy(ctx)
 			if err != nil {
 				return err
@@ -48,7 +48,7 @@ new policy within two heartbeats.`)
 		if _, err := qos.ParsePolicy(doc); err != nil {
 			return usageErrorf(f.name, "%s: %v", rest[2], err)
 		}
-		return withClient(ctx, mds(), func(c *client.Client) error {
+		return withClient(ctx, a, mds(), func(c *client.Client) error {
 			p, err := c.SetQoSPolicy(ctx, doc)
 			var re *rpc.Error
 			if errors.As(err, &re) && syscall.Errno(re.Errno) == syscall.EINVAL {

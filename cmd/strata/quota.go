@@ -45,7 +45,7 @@ directory's new files and subdirectories inherit it.`)
 		if err != nil {
 			return usageErrorf(f.name, "project %q: want a number", rest[0])
 		}
-		return withClient(ctx, mds(), func(c *client.Client) error {
+		return withClient(ctx, a, mds(), func(c *client.Client) error {
 			for _, p := range rest[1:] {
 				if err := c.SetProject(ctx, p, uint32(id)); err != nil {
 					return err
@@ -64,7 +64,7 @@ directory's new files and subdirectories inherit it.`)
 	if err != nil {
 		return err
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		var r *rpc.QuotaResp
 		if verb == "set" {
 			if *bytesFlag == "" && *inodesFlag == "" {

@@ -16,7 +16,7 @@ import (
 func TestQuotaThroughMount(t *testing.T) {
 	requireFUSE(t)
 	c := newCLI(t, 2)
-	_, dir := startMount(t, c.mds)
+	_, dir := startMount(t, c.env())
 	c.ok("mkdir", "/proj")
 	c.ok("quota", "project", "7", "/proj")
 	out := c.ok("quota", "set", "-p", "7", "--inodes", "4", "--bytes", "1M")

@@ -27,7 +27,7 @@ func TestMDSRecover(t *testing.T) {
 	cl := testcluster.Start(t, 2, testcluster.WithMDS(3))
 	ctx := testcluster.Context(t, 3*time.Minute)
 	c := cl.Client()
-	env := map[string]string{"STRATA_MDS": cl.MDSAddr()}
+	env := envOf(cl)
 
 	// add refuses a voter that does not answer.
 	dead := freeAddr(t)

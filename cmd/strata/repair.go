@@ -93,7 +93,7 @@ func runAdminRepair(ctx context.Context, a *app, addr string, rest []string) (ok
 	default:
 		return false, nil
 	}
-	return true, withClient(ctx, addr, fn)
+	return true, withClient(ctx, a, addr, fn)
 }
 
 func size(n uint64) string { return layout.FormatSize(int64(min(n, 1<<62))) }

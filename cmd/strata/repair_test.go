@@ -14,7 +14,7 @@ import (
 // completes, rebuild status, scrub start and status, and usage errors.
 func TestAdminRepair(t *testing.T) {
 	cl := testcluster.Start(t, 6)
-	env := map[string]string{"STRATA_MDS": cl.MDSAddr()}
+	env := envOf(cl)
 	ctx := testcluster.Context(t, 2*time.Minute)
 	c := cl.Client()
 	f, err := c.OpenFileLayout(ctx, "/ckpt", os.O_RDWR|os.O_CREATE, 0o644, "unit=64K,scheme=rs:4+2")
@@ -68,7 +68,7 @@ func TestAdminRepair(t *testing.T) {
 // answers is a one-line error.
 func TestAdminDSAdd(t *testing.T) {
 	cl := testcluster.Start(t, 3)
-	env := map[string]string{"STRATA_MDS": cl.MDSAddr()}
+	env := envOf(cl)
 	ctx := testcluster.Context(t, time.Minute)
 	i, err := cl.AddDS(ctx)
 	if err != nil {

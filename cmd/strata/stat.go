@@ -27,7 +27,7 @@ itself unless -L is given.`)
 	if err := f.nargs(paths, 1, -1); err != nil {
 		return err
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		for i, arg := range paths {
 			p := strataPath(arg)
 			stat := c.Lstat

@@ -56,7 +56,7 @@ multiples of 4K; scheme none (mirror:N and rs:K+M are reserved).`)
 	if _, err := layout.Parse(s); err != nil {
 		return opError("setstripe", paths[0], err)
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		return opError("setstripe", paths[0], c.SetLayout(ctx, strataPath(paths[0]), s))
 	})
 }
@@ -74,7 +74,7 @@ files created in it get.`)
 	if err := f.nargs(paths, 1, -1); err != nil {
 		return err
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		for i, arg := range paths {
 			info, err := c.GetLayout(ctx, strataPath(arg))
 			if err != nil {
@@ -136,7 +136,7 @@ data server with its state. Sizes are binary (1K = 1024 bytes) unless
 	if *bytes {
 		size = func(n uint64) string { return strconv.FormatUint(n, 10) }
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		st, err := c.StatFS(ctx)
 		if err != nil {
 			return opError("df", "/", err)

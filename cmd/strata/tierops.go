@@ -51,7 +51,7 @@ answers.`)
 			return usageErrorf(f.name, "JOBID %q is not a job id", rest[0])
 		}
 	}
-	return withClient(ctx, mds(), func(c *client.Client) error {
+	return withClient(ctx, a, mds(), func(c *client.Client) error {
 		if job != 0 {
 			r, err := c.Tier(ctx, uint32(job))
 			if err != nil {

@@ -15,23 +15,38 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/internal/identity"
 	"github.com/strata-hpc/strata/internal/testcluster"
 )
 
 // cli runs commands against one cluster.
 type cli struct {
-	t   *testing.T
-	mds string
+	t      *testing.T
+	mds    string
+	secret string // the cluster secret file: the commands run as root on a trusted node
 }
 
 func newCLI(t *testing.T, nds int) *cli {
 	c := testcluster.Start(t, nds)
-	return &cli{t: t, mds: c.MDSAddr()}
+	return &cli{t: t, mds: c.MDSAddr(), secret: secretFile(c)}
+}
+
+// secretFile is the cluster secret file of a test cluster.
+func secretFile(c *testcluster.Cluster) string { return filepath.Join(c.Dir(), "secret") }
+
+// envOf is the environment of client commands of a test cluster.
+func envOf(c *testcluster.Cluster) map[string]string {
+	return map[string]string{"STRATA_MDS": c.MDSAddr(), "STRATA_SECRET_FILE": secretFile(c)}
+}
+
+func (c *cli) env() map[string]string {
+	return map[string]string{"STRATA_MDS": c.mds, "STRATA_SECRET_FILE": c.secret}
 }
 
 func (c *cli) run(args ...string) result {
 	c.t.Helper()
-	return strata(c.t, map[string]string{"STRATA_MDS": c.mds}, args...)
+	return strata(c.t, c.env(), args...)
 }
 
 func (c *cli) ok(args ...string) string {
@@ -202,10 +217,15 @@ func TestCommands(t *testing.T) {
 
 // snapshot is the namespace as a user could see it: every path with its
 // type, mode, size and layout, and every file's bytes.
-func snapshot(t *testing.T, mds string) string {
+func snapshot(t *testing.T, mds, secret string) string {
 	t.Helper()
 	cfg := client.DefaultConfig()
 	cfg.MDS = mds
+	sec, err := capability.ReadSecretFile(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Auth = identity.NewNodeCredentials(sec, identity.RoleNode, "test", "")
 	cl, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +287,7 @@ func TestBadInput(t *testing.T) {
 	c.ok("cp", small, "/proj/small.bin")
 	c.ok("mkdir", "/proj/sub")
 	c.ok("touch", "/proj/empty")
-	before := snapshot(t, c.mds)
+	before := snapshot(t, c.mds, c.secret)
 
 	tests := []struct {
 		args []string
@@ -312,7 +332,7 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			c.run(tc.args...).fails(t, tc.code, tc.want)
-			if after := snapshot(t, c.mds); after != before {
+			if after := snapshot(t, c.mds, c.secret); after != before {
 				t.Errorf("namespace changed:\nbefore:\n%s\nafter:\n%s", before, after)
 			}
 		})

@@ -74,7 +74,7 @@ start_agent() {  # start_agent NODE: (re)start a node's agent in its namespaces
 	# shellcheck disable=SC2086
 	setsid nsenter "${ns[@]}" "$STRATA" agent --node "$n" --socket "${SOCKET//%n/$n}" \
 		--state-dir "$S/agent/$n" --nvme-dir "$S/nvme/$n" --hints-dir "$S/hints/$n" --global-mds "$(cat "$S/mds.addr")" \
-		--secret-file "$S/mds/secret" --addr "$addr" --node-addrs "${addrs%,}" \
+		--secret-file "$S/mds/secret" --munge-socket "$DIR/munge/munge.socket" --addr "$addr" --node-addrs "${addrs%,}" \
 		--mount-prefix "$DIR/mnt" --port-base "$(cat "$S/port.base")" --port-slots 100 \
 		--default-capacity 4G ${STRATA_AGENT_ARGS:-} \
 		</dev/null >>"$DIR/log/agent.$n.log" 2>&1 &
@@ -94,6 +94,10 @@ if [ "${1:-}" = agent ]; then
 fi
 "$HERE/strata-down.sh" >/dev/null 2>&1 || true
 mkdir -p "$S" "$DIR/mnt"
+# This script's client commands run as root on a trusted node: the cluster
+# secret proves it. Users' commands prove their uid with this cluster's
+# munged (docs/security.md).
+export STRATA_SECRET_FILE=$S/mds/secret STRATA_MUNGE_SOCKET=$DIR/munge/munge.socket
 
 # ---------- the global namespace: one MDS, two data servers ----------
 BASE=$((19200 + (16#$ID % 100) * 10))
@@ -101,7 +105,7 @@ while in_use $(seq "$BASE" $((BASE + 5))); do BASE=$((BASE + 10)); done
 mkdir -p "$S/mds" "$S/ds1" "$S/ds2"
 echo "$HOST:$BASE" > "$S/mds.addr"
 setsid "$STRATA" mds --listen "$HOST:$BASE" --raft-addr "$HOST:$((BASE + 1))" --admin-listen "$HOST:$((BASE + 2))" \
-	--dir "$S/mds" --raft-timeout 100ms --heartbeat-interval 250ms --heartbeat-timeout 2s --log-level warn \
+	--dir "$S/mds" --munge-socket "$DIR/munge/munge.socket" --raft-timeout 100ms --heartbeat-interval 250ms --heartbeat-timeout 2s --log-level warn \
 	</dev/null >>"$DIR/log/strata-mds.log" 2>&1 &
 echo $! > "$DIR/run/strata-mds.pid"
 for _ in $(seq 1 100); do [ -s "$S/mds/secret" ] && break; sleep 0.05; done
@@ -155,5 +159,8 @@ cat > "$S/env.sh" <<ENV
 # source me: Strata on the devcluster in $DIR
 export STRATA_MDS=$HOST:$BASE
 export STRATA_ADMIN=http://$HOST:$((BASE + 2))
+export STRATA_MUNGE_SOCKET=$DIR/munge/munge.socket
+# root only: client commands as root on a trusted node (others use MUNGE)
+[ "\$(id -u)" = 0 ] && export STRATA_SECRET_FILE=$S/mds/secret
 ENV
 say "ready: source $S/env.sh"

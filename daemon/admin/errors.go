@@ -36,12 +36,14 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, ErrNotFound), errors.Is(err, syscall.ENOENT):
 		return http.StatusNotFound
-	case errors.Is(err, ErrBadRequest):
+	case errors.Is(err, ErrBadRequest), errors.Is(err, syscall.EINVAL):
 		return http.StatusBadRequest
 	case errors.Is(err, ErrUnauthorized):
 		return http.StatusUnauthorized
-	case errors.Is(err, ErrForbidden), errors.Is(err, syscall.EPERM):
+	case errors.Is(err, ErrForbidden), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
 		return http.StatusForbidden
+	case errors.Is(err, syscall.EEXIST), errors.Is(err, syscall.ENOSPC):
+		return http.StatusConflict
 	case errors.Is(err, ErrMethodNotAllowed):
 		return http.StatusMethodNotAllowed
 	case errors.Is(err, ErrNotServing), errors.Is(err, rpc.ErrUnavailable):

@@ -120,3 +120,28 @@ func unixTime(ns int64) *time.Time {
 	t := time.Unix(0, ns).UTC()
 	return &t
 }
+
+// startScrub serves POST /v1/scrub.
+func (s *Server) startScrub(ctx context.Context) (reply, error) {
+	if s.acts == nil {
+		return reply{}, fmt.Errorf("%w: /v1/scrub", ErrNotFound)
+	}
+	if err := s.acts.StartScrub(ctx); err != nil {
+		return reply{}, err
+	}
+	return jsonReply(http.StatusAccepted, map[string]string{"scrub": "started"}), nil
+}
+
+// drain serves POST (drain) and DELETE (undrain) /v1/drain/{id}.
+func (s *Server) drain(cancel bool) handler {
+	return func(ctx context.Context) (reply, error) {
+		if s.acts == nil {
+			return reply{}, fmt.Errorf("%w: /v1/drain", ErrNotFound)
+		}
+		id := pathParam(ctx)
+		if err := s.acts.Drain(ctx, id, cancel); err != nil {
+			return reply{}, err
+		}
+		return jsonReply(http.StatusOK, map[string]any{"ds": id, "draining": !cancel}), nil
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -47,6 +48,8 @@ func (s *Server) routeTable() map[string]route {
 		"/v1/tiers/{job}": {http.MethodGet: s.getTier},
 		"/v1/qos":         {http.MethodGet: s.getQoS},
 		"/v1/qos/policy":  {http.MethodGet: s.getQoSPolicy, http.MethodPut: s.putQoSPolicy},
+		"/v1/scrub":       {http.MethodPost: s.startScrub},
+		"/v1/drain/{id}":  {http.MethodPost: s.drain(false), http.MethodDelete: s.drain(true)},
 	}
 }
 
@@ -114,6 +117,16 @@ func (s *Server) dispatch(path, method string, req request) reply {
 	}
 	ctx, cancel := context.WithTimeout(s.base, requestTimeout)
 	defer cancel()
+	if method != http.MethodGet && method != http.MethodHead {
+		// Every mutation needs an admin (auth.go).
+		if err := s.authorize(ctx, []byte(req.auth)); err != nil {
+			r := errorReply(err)
+			if errors.Is(err, ErrUnauthorized) {
+				r.header = append(r.header, [2]string{"WWW-Authenticate", `Bearer realm="strata-admin"`})
+			}
+			return r
+		}
+	}
 	ctx = context.WithValue(ctx, requestKey{}, req)
 	if param != "" {
 		ctx = context.WithValue(ctx, paramKey{}, param)

@@ -2,6 +2,8 @@ package admin
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/identity"
 	"github.com/strata-hpc/strata/internal/logging"
 )
 
@@ -34,12 +37,21 @@ type TierSource interface {
 	Tier(ctx context.Context, job uint32) (*rpc.TierRecord, error)
 }
 
+// Actions are the admin API's mutations (the MDS, or a fake in tests).
+type Actions interface {
+	// StartScrub has every data server verify every block now.
+	StartScrub(ctx context.Context) error
+	// Drain drains data server id, or with cancel stops draining it.
+	Drain(ctx context.Context, id string, cancel bool) error
+}
+
 // Deps are the admin server's collaborators.
 type Deps struct {
-	Log    *slog.Logger // default: discard
-	Source Source       // required
-	Tiers  TierSource   // optional: without it /v1/tiers answers 404
-	QoS    QoSSource    // optional: without it /v1/qos answers 404
+	Log     *slog.Logger // default: discard
+	Source  Source       // required
+	Tiers   TierSource   // optional: without it /v1/tiers answers 404
+	QoS     QoSSource    // optional: without it /v1/qos answers 404
+	Actions Actions      // optional: without it the mutations answer 404
 }
 
 const (
@@ -57,6 +69,10 @@ type Server struct {
 	src    Source
 	tiers  TierSource
 	qos    QoSSource
+	acts   Actions
+	token  []byte      // SHA-256 of the admin token; nil: none
+	tls    *tls.Config // nil: plain HTTP
+	munge  identity.Munge
 	routes map[string]route
 	srv    *fasthttp.Server
 
@@ -85,12 +101,36 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var token []byte
+	if cfg.Token != "" {
+		sum := sha256.Sum256([]byte(cfg.Token))
+		token = sum[:]
+	}
+	if cfg.TokenFile != "" {
+		t, err := tokenOf(cfg.TokenFile)
+		if err != nil {
+			return nil, err
+		}
+		token = t
+	}
+	var tlsCfg *tls.Config
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("admin: TLS: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	s := &Server{
+		tls:   tlsCfg,
 		cfg:   cfg,
 		log:   log.With("component", "admin"),
 		src:   deps.Source,
 		tiers: deps.Tiers,
 		qos:   deps.QoS,
+		acts:  deps.Actions,
+		token: token,
+		munge: identity.Munge{Socket: cfg.MungeSocket},
 		ready: make(chan struct{}),
 		done:  make(chan struct{}),
 	}
@@ -130,6 +170,9 @@ func (s *Server) Start(ctx context.Context) error {
 	ln, err := lc.Listen(ctx, "tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("admin: listen: %w", err)
+	}
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
 	}
 	s.ln, s.started = ln, true
 	go func() {

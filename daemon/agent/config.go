@@ -22,6 +22,9 @@ type Config struct {
 
 	GlobalMDS string // the global namespace's MDS address(es), comma separated
 	Secret    []byte // the global namespace's cluster secret (capability.SecretSize)
+	// MungeSocket is munged's socket, which the tier MDSes verify their
+	// users' MUNGE credentials with; empty: munged's default.
+	MungeSocket string
 
 	// Addr is this node's address, where its tier daemons listen and
 	// other nodes reach them.

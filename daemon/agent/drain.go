@@ -109,7 +109,7 @@ func (s *Server) newDrainer(t *tier, id identity) *drainer {
 	if len(t.spec.Drain) == 0 {
 		return nil
 	}
-	tc, err := client.New(client.Config{MDS: t.st.MDSAddr, Timeout: 10 * time.Second, FailoverTimeout: 2 * time.Second, Cred: rpc.Cred{Uid: t.st.UID, Gid: t.st.GID}})
+	tc, err := client.New(client.Config{MDS: t.st.MDSAddr, Timeout: 10 * time.Second, FailoverTimeout: 2 * time.Second, Cred: rpc.Cred{Uid: t.st.UID, Gid: t.st.GID}, Auth: t.tierCreds})
 	if err != nil {
 		s.log.Error("drainer_not_started", "job_id", t.st.Job, "err", err)
 		return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/rpc"
+	cred "github.com/strata-hpc/strata/internal/identity"
 	"github.com/strata-hpc/strata/jobtier"
 	"github.com/strata-hpc/strata/layout"
 	"github.com/strata-hpc/strata/mpiio"
@@ -161,6 +162,7 @@ func (s *Server) assemble(ctx context.Context, t *tier) error {
 		p, err := s.startProc(t.logPath("mds"), "mds", "--id", tierMDSID(st.Job),
 			"--listen", st.MDSAddr, "--raft-addr", st.RaftAddr, "--dir", filepath.Join(t.jobDir, "mds"),
 			"--secret-file", secretFile, "--default-layout", pol.String(), "--admin-listen", "off",
+			"--owner", strconv.FormatUint(uint64(st.UID), 10), "--munge-socket", s.cfg.MungeSocket,
 			"--raft-timeout", "100ms", "--heartbeat-interval", "250ms", "--heartbeat-timeout", "2s", "--log-level", "warn")
 		if err != nil {
 			return err
@@ -276,7 +278,7 @@ func (t *tier) adminClient(failover time.Duration) (*client.Client, error) {
 func (t *tier) tierClient(failover time.Duration) (*client.Client, error) {
 	return client.New(client.Config{
 		MDS: t.st.MDSAddr, Timeout: 10 * time.Second, FailoverTimeout: failover,
-		Cred: rpc.Cred{Uid: t.st.UID, Gid: t.st.GID},
+		Cred: rpc.Cred{Uid: t.st.UID, Gid: t.st.GID}, Auth: t.tierCreds,
 	})
 }
 
@@ -354,6 +356,7 @@ func (s *Server) waitDataServers(ctx context.Context, t *tier, tc *client.Client
 // initRoot gives the tier's root to the job's user (mode 0700: no other
 // user sees into it) and publishes tierMeta on it.
 func (s *Server) initRoot(ctx context.Context, t *tier, tc *client.Client) error {
+	ctx = cred.WithActor(ctx, cred.Actor{}) // as root: it gives the root to the user
 	now := time.Now().UnixNano()
 	if _, err := tc.Setattr(ctx, rpc.RootIno, rpc.SetattrReq{
 		Ino: rpc.RootIno, Valid: rpc.SetUid | rpc.SetGid | rpc.SetMode | rpc.SetAtime | rpc.SetMtime,
@@ -394,6 +397,7 @@ func (s *Server) mountTier(ctx context.Context, t *tier, tc *client.Client) erro
 		}
 	}
 	p, err := s.startProc(t.logPath("mount"), "mount", "--mds", t.st.MDSAddr, "--allow-other",
+		"--secret-file", filepath.Join(t.jobDir, "secret"),
 		"-o", "fsname=strata-tier:"+t.marker(), "--log-level", "warn", dir)
 	if err != nil {
 		return err

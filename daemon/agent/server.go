@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/client"
+	cred "github.com/strata-hpc/strata/internal/identity"
 	"github.com/strata-hpc/strata/jobtier"
 )
 
@@ -69,7 +70,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			return string(out), err
 		}
 	}
-	g, err := client.New(client.Config{MDS: cfg.GlobalMDS, Timeout: 10 * time.Second, FailoverTimeout: 5 * time.Second})
+	g, err := client.New(client.Config{MDS: cfg.GlobalMDS, Timeout: 10 * time.Second, FailoverTimeout: 5 * time.Second,
+		Auth: cred.NewNodeCredentials(cfg.Secret, cred.RoleNode, cfg.Node, "")})
 	if err != nil {
 		return nil, err
 	}

@@ -145,7 +145,7 @@ func (t *tier) addStaged(p stagePiece, start time.Time) {
 // globalClient returns a client of the global namespace that creates as
 // the job's user.
 func (t *tier) globalClient(mds string) (*client.Client, error) {
-	return client.New(client.Config{MDS: mds, Timeout: 30 * time.Second, Cred: rpc.Cred{Uid: t.st.UID, Gid: t.st.GID}})
+	return client.New(client.Config{MDS: mds, Timeout: 30 * time.Second, Cred: rpc.Cred{Uid: t.st.UID, Gid: t.st.GID}, Auth: t.globalCreds})
 }
 
 // stageErr is the user-facing error of a failed stage-in of a source. It

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
+	cred "github.com/strata-hpc/strata/internal/identity"
 	"github.com/strata-hpc/strata/jobtier"
 )
 
@@ -104,6 +105,10 @@ type tier struct {
 	// reserved: its capacity is promised on this node's NVMe (capMu).
 	reserved bool
 	rep      *reporter
+
+	// What the agent's calls authenticate with (docs/security.md): to the
+	// global namespace with its secret, to the tier with the tier's.
+	globalCreds, tierCreds cred.Credentials
 }
 
 // saveLocked writes the state atomically; the caller holds smu.
@@ -152,9 +157,11 @@ func (s *Server) jobsDir() string { return filepath.Join(s.cfg.StateDir, "jobs")
 func (s *Server) newTier(job uint32) *tier {
 	id := strconv.FormatUint(uint64(job), 10)
 	return &tier{
-		file:   filepath.Join(s.jobsDir(), id+".json"),
-		jobDir: filepath.Join(s.jobsDir(), id),
-		data:   filepath.Join(s.cfg.NVMeDir, "job-"+id),
+		file:        filepath.Join(s.jobsDir(), id+".json"),
+		jobDir:      filepath.Join(s.jobsDir(), id),
+		data:        filepath.Join(s.cfg.NVMeDir, "job-"+id),
+		globalCreds: cred.NewNodeCredentials(s.cfg.Secret, cred.RoleNode, s.cfg.Node, ""),
+		tierCreds:   cred.NewNodeCredentials(jobSecret(s.cfg.Secret, job), cred.RoleNode, s.cfg.Node, ""),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/internal/identity"
 )
 
 // register installs the DS protocol on mux.
@@ -38,13 +39,18 @@ func (s *Server) register(mux *rpc.Mux) {
 	s.registerScrub(mux)
 }
 
-// begin verifies req's token for op and starts timing the call for the
+// begin verifies req's token for op (for this component, on this server,
+// from the client it was issued to) and starts timing the call for the
 // load measure; the caller must defer s.end with the returned time. Calls
 // of the background classes (rebuild, scrub) are not timed: the load is
 // the foreground's, which background work yields to.
-func (s *Server) begin(req *rpc.DSReq, op capability.Op) (time.Time, error) {
+func (s *Server) begin(ctx context.Context, req *rpc.DSReq, op capability.Op) (time.Time, error) {
 	now := s.clock()
-	if err := req.Cap.Verify(s.secret, now, req.ID.Ino, req.ID.Gen, op); err != nil {
+	call := capability.Call{Ino: req.ID.Ino, Gen: req.ID.Gen, Col: req.ID.Col, Op: op, Server: s.cfg.ID}
+	if id, ok := identity.FromContext(ctx); ok {
+		call.Client = id.Principal
+	}
+	if err := req.Cap.Check(s.secret, now, call); err != nil {
 		return now, rpc.Errorf(syscall.EACCES, "ds: "+err.Error())
 	}
 	if req.Cap.Ops&capability.OpAdmin == 0 && s.store.tombs.removed(req.ID.Ino, req.ID.Gen, now.UnixNano()) {
@@ -65,7 +71,7 @@ func (s *Server) end(start time.Time) {
 // handleWrite writes the request's data at req.Off. in is the request
 // body and is written to disk without a copy.
 func (s *Server) handleWrite(ctx context.Context, req *rpc.DSReq, in []byte, _ *rpc.Data) (*rpc.DSResp, error) {
-	start, err := s.begin(req, capability.OpWrite)
+	start, err := s.begin(ctx, req, capability.OpWrite)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +93,7 @@ func (s *Server) handleWrite(ctx context.Context, req *rpc.DSReq, in []byte, _ *
 
 // handleRead reads straight into the transport's reply buffer.
 func (s *Server) handleRead(ctx context.Context, req *rpc.DSReq, _ []byte, out *rpc.Data) (*rpc.DSResp, error) {
-	start, err := s.begin(req, capability.OpRead)
+	start, err := s.begin(ctx, req, capability.OpRead)
 	if err != nil {
 		return nil, err
 	}
@@ -109,8 +115,8 @@ func (s *Server) handleRead(ctx context.Context, req *rpc.DSReq, _ []byte, out *
 	return &rpc.DSResp{Size: size, Sums: sums}, nil
 }
 
-func (s *Server) handleCommit(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
-	start, err := s.begin(req, capability.OpWrite)
+func (s *Server) handleCommit(ctx context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
+	start, err := s.begin(ctx, req, capability.OpWrite)
 	if err != nil {
 		return nil, err
 	}
@@ -122,8 +128,8 @@ func (s *Server) handleCommit(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, e
 	return &rpc.DSResp{Size: size}, nil
 }
 
-func (s *Server) handleTruncate(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
-	start, err := s.begin(req, capability.OpWrite)
+func (s *Server) handleTruncate(ctx context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
+	start, err := s.begin(ctx, req, capability.OpWrite)
 	if err != nil {
 		return nil, err
 	}
@@ -139,8 +145,8 @@ func (s *Server) handleTruncate(_ context.Context, req *rpc.DSReq) (*rpc.DSResp,
 // hole), durably: a writer publishing a file size makes every component
 // hold at least its share of it, so that a shorter component is a loss,
 // never a hole (layout.ComponentSize).
-func (s *Server) handleGrow(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
-	start, err := s.begin(req, capability.OpWrite)
+func (s *Server) handleGrow(ctx context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
+	start, err := s.begin(ctx, req, capability.OpWrite)
 	if err != nil {
 		return nil, err
 	}
@@ -152,8 +158,8 @@ func (s *Server) handleGrow(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, err
 	return &rpc.DSResp{Size: size}, nil
 }
 
-func (s *Server) handleRemove(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
-	start, err := s.begin(req, capability.OpAdmin)
+func (s *Server) handleRemove(ctx context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
+	start, err := s.begin(ctx, req, capability.OpAdmin)
 	if err != nil {
 		return nil, err
 	}
@@ -169,8 +175,8 @@ func (s *Server) handleRemove(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, e
 	return &rpc.DSResp{}, nil
 }
 
-func (s *Server) handleStat(_ context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
-	start, err := s.begin(req, capability.OpRead)
+func (s *Server) handleStat(ctx context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
+	start, err := s.begin(ctx, req, capability.OpRead)
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,14 @@ func (h *harness) rw(id rpc.ComponentID) capability.Token {
 	return h.token(id.Ino, id.Gen, capability.OpRead|capability.OpWrite)
 }
 
+// admin is the MDS's token of a data server's own scrub (it names no file).
 func (h *harness) admin() capability.Token { return h.token(0, 0, capability.OpAdmin) }
+
+// adminOf is the MDS's admin token for one component's file (no token is
+// a wildcard).
+func (h *harness) adminOf(id rpc.ComponentID) capability.Token {
+	return h.token(id.Ino, id.Gen, capability.OpAdmin)
+}
 
 func (h *harness) writeTok(tok capability.Token, id rpc.ComponentID, off uint64, p []byte) (uint64, error) {
 	var resp rpc.DSResp

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/identity"
 	"github.com/strata-hpc/strata/qos"
 )
 
@@ -31,6 +32,7 @@ type Server struct {
 	store  *store
 	rpc    *rpc.Server
 	hb     *rpc.Client
+	auth   *identity.Verifier // the callers' credentials, which capabilities are bound to
 	scrub  *scrubber
 	qos    *qos.Scheduler // shares the server between classes and jobs (qos.go)
 	ready  chan struct{}
@@ -90,8 +92,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("ds %s: %w", cfg.ID, err)
 	}
 	s.rpc.StreamBodies() // writes carry MiBs
+	s.auth = identity.NewVerifier(identity.VerifierConfig{Secret: cfg.Secret, Groups: noGroups{}, AdminGroup: -1, Clock: deps.Clock})
+	s.rpc.Authenticate(s.authenticate)
 	timeout := min(max(cfg.HeartbeatInterval, time.Second), 10*time.Second)
-	s.hb = rpc.NewClient(rpc.ClientConfig{Timeout: timeout, MaxConnsPerHost: 2})
+	creds := identity.NewNodeCredentials(cfg.Secret, identity.RoleDS, cfg.Node, cfg.ID).WithClock(deps.Clock)
+	s.hb = rpc.NewClient(rpc.ClientConfig{Timeout: timeout, MaxConnsPerHost: 2, Auth: creds.Header})
 	return s, nil
 }
 

@@ -172,7 +172,7 @@ func TestMissingComponent(t *testing.T) {
 	if _, err := h.call(rpc.DCommit, h.rw(id), id, 0); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
-	if _, err := h.call(rpc.DRemove, h.admin(), id, 0); err != nil {
+	if _, err := h.call(rpc.DRemove, h.adminOf(id), id, 0); err != nil {
 		t.Fatalf("remove of a missing component: %v", err)
 	}
 	if _, err := os.Stat(h.s.ComponentPath(id)); !errors.Is(err, os.ErrNotExist) {
@@ -184,7 +184,7 @@ func TestRemove(t *testing.T) {
 	h := newHarness(t)
 	id := rpc.ComponentID{Ino: 9, Gen: 1, Col: 1}
 	h.mustWrite(id, 0, bytes.Repeat([]byte{1}, 3*bs))
-	if _, err := h.call(rpc.DRemove, h.admin(), id, 0); err != nil {
+	if _, err := h.call(rpc.DRemove, h.adminOf(id), id, 0); err != nil {
 		t.Fatalf("remove: %v", err)
 	}
 	if got := h.stat(id); got != 0 {
@@ -421,7 +421,7 @@ func TestCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.mustWrite(b, 2000, make([]byte, 7000))
-	if _, err := h.call(rpc.DRemove, h.admin(), b, 0); err != nil {
+	if _, err := h.call(rpc.DRemove, h.adminOf(b), b, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.info(); got.Free != 9000 {

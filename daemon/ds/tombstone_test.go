@@ -29,7 +29,7 @@ func TestTombstone(t *testing.T) {
 	remove := func(until int64) {
 		t.Helper()
 		var resp rpc.DSResp
-		req := rpc.DSReq{Cap: h.admin(), ID: id, Tombstone: until}
+		req := rpc.DSReq{Cap: h.adminOf(id), ID: id, Tombstone: until}
 		if err := h.c.Call(t.Context(), h.s.Addr(), rpc.DRemove, &req, &resp); err != nil {
 			t.Fatalf("remove: %v", err)
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/internal/identity"
 )
 
 // MetaBench is one run of the metadata benchmark with its baselines, all
@@ -78,7 +79,7 @@ func BenchMetadata(ctx context.Context, dir string, clients int, d time.Duration
 	}
 	res.FasthttpPerSec = rate(n, el)
 
-	bm, err := startBenchMDS(ctx, filepath.Join(dir, "mds"), clients)
+	bm, err := startBenchMDS(ctx, filepath.Join(dir, "mds"), clients, true)
 	if err != nil {
 		return res, err
 	}
@@ -170,6 +171,7 @@ func startBenchRaft(ctx context.Context, dir string) (*benchRaft, error) {
 		Timeout:           benchTimeout,
 		SnapshotThreshold: DefaultConfig().SnapshotThreshold,
 		Log:               newHclog(slog.New(slog.DiscardHandler), "raft"),
+		Secret:            make([]byte, capability.SecretSize),
 	}, nopFSM{})
 	if err != nil {
 		return nil, fmt.Errorf("bench raft: %w", err)
@@ -263,11 +265,16 @@ type benchMDS struct {
 	c    *rpc.Client
 	dirs []uint64
 	inos [][]uint64 // per worker: files it created, for stat
+	pass int        // create phases run so far: names differ per phase
 	once sync.Once
 	err  error
 }
 
-func startBenchMDS(ctx context.Context, dir string, clients int) (*benchMDS, error) {
+// startBenchMDS starts the benchmark's MDS: with auth, its clients call
+// with a user's session token (root's, as a verified MUNGE credential
+// would have opened it) and its fake data servers with their node
+// credentials; without, it takes every caller's word (Config.NoAuth).
+func startBenchMDS(ctx context.Context, dir string, clients int, auth bool) (*benchMDS, error) {
 	secret, err := capability.NewSecret()
 	if err != nil {
 		return nil, err
@@ -275,6 +282,15 @@ func startBenchMDS(ctx context.Context, dir string, clients int) (*benchMDS, err
 	cfg := DefaultConfig()
 	cfg.Listen, cfg.RaftAddr, cfg.Dir, cfg.Secret = "127.0.0.1:0", "127.0.0.1:0", dir, secret
 	cfg.RaftTimeout = benchTimeout
+	cfg.NoAuth = !auth
+	keys := identity.DeriveKeys(secret)
+	sess := identity.Session{ID: 1, Node: "127.0.0.1", Expiry: time.Now().Add(24 * time.Hour).UnixNano()}
+	sess.Sign(keys)
+	userHeader := identity.FormatHeader(identity.SchemeSession, sess.Encode())
+	cc := rpc.ClientConfig{MaxConnsPerHost: clients}
+	if auth {
+		cc.Auth = func(context.Context) (string, error) { return userHeader, nil }
+	}
 	cfg.HeartbeatTimeout = 24 * time.Hour // the fake data servers beat once
 	s, err := New(cfg, Deps{})
 	if err != nil {
@@ -283,7 +299,7 @@ func startBenchMDS(ctx context.Context, dir string, clients int) (*benchMDS, err
 	if err := s.Start(ctx); err != nil {
 		return nil, err
 	}
-	b := &benchMDS{s: s, c: rpc.NewClient(rpc.ClientConfig{MaxConnsPerHost: clients}), inos: make([][]uint64, clients)}
+	b := &benchMDS{s: s, c: rpc.NewClient(cc), inos: make([][]uint64, clients)}
 	fail := func(err error) (*benchMDS, error) { return nil, errors.Join(err, b.close()) }
 	select {
 	case <-s.Ready():
@@ -293,7 +309,8 @@ func startBenchMDS(ctx context.Context, dir string, clients int) (*benchMDS, err
 	for i := 0; i < 4; i++ {
 		id := "bench-ds" + strconv.Itoa(i)
 		hb := &rpc.HeartbeatReq{ID: id, Node: id, Addr: "127.0.0.1:1", Capacity: 1 << 44, Free: 1 << 43}
-		if err := b.c.Call(ctx, s.Addr(), rpc.MHeartbeat, hb, &rpc.HeartbeatResp{}); err != nil {
+		h, _ := identity.NewNodeCredentials(secret, identity.RoleDS, id, id).Header(ctx)
+		if err := b.c.Call(rpc.WithAuthorization(ctx, h), s.Addr(), rpc.MHeartbeat, hb, &rpc.HeartbeatResp{}); err != nil {
 			return fail(err)
 		}
 	}
@@ -311,7 +328,7 @@ func startBenchMDS(ctx context.Context, dir string, clients int) (*benchMDS, err
 // create makes a new file in the worker's directory.
 func (b *benchMDS) create(ctx context.Context, w int, seq int64) error {
 	var r rpc.CreateResp
-	req := &rpc.CreateReq{Parent: b.dirs[w], Name: "f" + strconv.FormatInt(seq, 10), Mode: 0o644, Exclusive: true}
+	req := &rpc.CreateReq{Parent: b.dirs[w], Name: "f" + strconv.Itoa(b.pass) + "-" + strconv.FormatInt(seq, 10), Mode: 0o644, Exclusive: true}
 	if err := b.c.Call(ctx, b.s.Addr(), rpc.MCreate, req, &r); err != nil {
 		return err
 	}
@@ -338,4 +355,64 @@ func (b *benchMDS) close() error {
 		b.err = b.s.Close()
 	})
 	return b.err
+}
+
+// AuthBench is one run of the authentication benchmark: the same MDS
+// workload with authentication on (every call carries a session token the
+// MDS verifies) and off.
+type AuthBench struct {
+	Clients    int
+	Duration   time.Duration // of each phase
+	CreatesOn  float64
+	CreatesOff float64
+	StatsOn    float64
+	StatsOff   float64
+}
+
+// CreateRatio is creates/s with authentication over creates/s without.
+func (b AuthBench) CreateRatio() float64 { return b.CreatesOn / b.CreatesOff }
+
+// StatRatio is stats/s with authentication over stats/s without.
+func (b AuthBench) StatRatio() float64 { return b.StatsOn / b.StatsOff }
+
+// BenchAuth measures creates and stats with clients concurrent clients
+// against an MDS with authentication on and one with it off, in sixteen
+// phases of length d/4 ordered off, on, on, off, ... (so that the drift of
+// a shared machine weighs on both alike), summed per mode: 2d per mode.
+func BenchAuth(ctx context.Context, dir string, clients int, d time.Duration) (AuthBench, error) {
+	res := AuthBench{Clients: clients, Duration: d}
+	var ms [2]*benchMDS // off, on
+	for i := range ms {
+		m, err := startBenchMDS(ctx, filepath.Join(dir, "mds"+strconv.Itoa(i)), clients, i == 1)
+		if err != nil {
+			for _, o := range ms[:i] {
+				_ = o.close()
+			}
+			return res, err
+		}
+		defer m.close()
+		ms[i] = m
+	}
+	var creates, stats [2]int64
+	var ctime, stime [2]time.Duration
+	order := []int{0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0}
+	for _, mode := range order {
+		ms[mode].pass++
+		n, el, err := drive(ctx, clients, 0, d/4, ms[mode].create)
+		if err != nil {
+			return res, fmt.Errorf("create phase: %w", err)
+		}
+		creates[mode], ctime[mode] = creates[mode]+n, ctime[mode]+el
+	}
+	for _, mode := range order {
+		n, el, err := drive(ctx, clients, 0, d/4, ms[mode].stat)
+		if err != nil {
+			return res, fmt.Errorf("stat phase: %w", err)
+		}
+		stats[mode], stime[mode] = stats[mode]+n, stime[mode]+el
+	}
+	rate := func(n int64, el time.Duration) float64 { return float64(n) / el.Seconds() }
+	res.CreatesOff, res.CreatesOn = rate(creates[0], ctime[0]), rate(creates[1], ctime[1])
+	res.StatsOff, res.StatsOn = rate(stats[0], stime[0]), rate(stats[1], stime[1])
+	return res, errors.Join(ms[0].close(), ms[1].close())
 }

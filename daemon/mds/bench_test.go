@@ -21,7 +21,7 @@ func report(b *testing.B, op func(ctx context.Context, w int, seq int64) error) 
 }
 
 func BenchmarkCreate64(b *testing.B) {
-	bm, err := startBenchMDS(context.Background(), b.TempDir(), benchClients)
+	bm, err := startBenchMDS(context.Background(), b.TempDir(), benchClients, true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func BenchmarkCreate64(b *testing.B) {
 
 func BenchmarkStat64(b *testing.B) {
 	ctx := context.Background()
-	bm, err := startBenchMDS(ctx, b.TempDir(), benchClients)
+	bm, err := startBenchMDS(ctx, b.TempDir(), benchClients, true)
 	if err != nil {
 		b.Fatal(err)
 	}

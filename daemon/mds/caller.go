@@ -11,11 +11,11 @@ import (
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
 
-// caller returns who a request acts for, with the supplementary groups
-// this MDS resolves for the uid (NSS), never the wire's. A request that
-// names nobody (a daemon's own call, an older client) acts as root: until
-// requests are authenticated, the identity is the caller's claim anyway.
-func (s *Server) caller(ctx context.Context) posix.Cred {
+// claimedCaller returns who a request claims to act for (authentication
+// off: Config.NoAuth), with the supplementary groups this MDS resolves for
+// the uid (NSS), never the wire's. A request that names nobody (a daemon's
+// own call, an older client) acts as root.
+func (s *Server) claimedCaller(ctx context.Context) posix.Cred {
 	c, ok := rpc.CredFrom(ctx)
 	if !ok {
 		return posix.Cred{}

@@ -1,10 +1,12 @@
 package mds
 
 import (
+	"context"
 	"syscall"
 	"time"
 
 	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/internal/identity"
 	"github.com/strata-hpc/strata/qos"
 )
 
@@ -12,10 +14,15 @@ import (
 // remove components) stays valid.
 const adminTokenTTL = time.Minute
 
-// grant returns a capability for generation gen of file ino: read, or read
-// and write, valid for Config.CapabilityTTL, signed with the cluster secret.
-func (s *Server) grant(ino, gen uint64, write bool, tag qos.Tag) capability.Token {
-	ops := capability.OpRead
+// grant returns a capability for generation gen of file ino: read, write
+// or both, valid for Config.CapabilityTTL, signed with the cluster
+// secret, bound to the caller of ctx (a data server serves it only to that
+// caller's credential).
+func (s *Server) grant(ctx context.Context, ino, gen uint64, write, read bool, tag qos.Tag) capability.Token {
+	var ops capability.Op
+	if read {
+		ops |= capability.OpRead
+	}
 	if write {
 		ops |= capability.OpWrite
 	}
@@ -26,6 +33,9 @@ func (s *Server) grant(ino, gen uint64, write bool, tag qos.Tag) capability.Toke
 		Expiry: s.clock().Add(s.cfg.CapabilityTTL).UnixNano(),
 		Job:    tag.Job,
 		Class:  uint8(tag.Class),
+	}
+	if id, ok := identity.FromContext(ctx); ok {
+		t.Client = id.Principal
 	}
 	t.Sign(s.cfg.Secret)
 	return t
@@ -54,14 +64,19 @@ func clientTag(job string, class uint8) (qos.Tag, error) {
 	return qos.Tag{Job: job, Class: c}, nil
 }
 
-// adminToken returns a short-lived admin capability naming the component's
-// file, for the MDS's own calls to data servers (removal of orphans).
-func (s *Server) adminToken(ino, gen uint64) capability.Token {
+// adminToken returns a short-lived admin capability naming one component
+// (column col of generation gen of file ino) on one data server, for the
+// MDS's own calls to data servers (removal of orphans and strays, rebuild,
+// with class the QoS class of the calls).
+func (s *Server) adminToken(ino, gen uint64, col uint32, ds string, class uint8) capability.Token {
 	t := capability.Token{
 		Ino:    ino,
 		Gen:    gen,
 		Ops:    capability.OpAdmin,
+		Class:  class,
 		Expiry: s.clock().Add(adminTokenTTL).UnixNano(),
+		Target: ds,
+		Comp:   col + 1,
 	}
 	t.Sign(s.cfg.Secret)
 	return t

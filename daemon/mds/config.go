@@ -2,12 +2,14 @@ package mds
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/internal/identity"
 	"github.com/strata-hpc/strata/layout"
 )
 
@@ -41,6 +43,15 @@ type Config struct {
 	// RPC bounds the RPC server: body limits, timeouts, connections per
 	// peer (rpc.ServerConfig); zero fields take rpc's defaults.
 	RPC rpc.ServerConfig
+
+	// Who is asking (auth.go, docs/security.md).
+	MungeSocket  string          // munged's socket, to verify the MUNGE credentials that open sessions; default identity.DefaultMungeSocket
+	SessionTTL   time.Duration   // lifetime of a session token; default 1h
+	TrustedNodes []netip.Prefix  // networks node credentials are accepted from; empty: any holder of the cluster secret
+	Squash       []identity.Rule // nodemap: how the callers of untrusted networks are squashed
+	AdminGroup   string          // members of this group (name or gid) are admins, besides root on a trusted node; empty: none
+	Owner        string          // uid: serve only this user and node daemons (a job tier's MDS); empty: everyone
+	NoAuth       bool            // take every caller's word (benchmarks of the cost of authentication only; no flag sets it)
 }
 
 // builtinPolicy fills whatever DefaultLayout leaves unset.
@@ -66,6 +77,7 @@ func DefaultConfig() Config {
 		RebuildParallel:   4,
 		RebuildYieldLoad:  4,
 		RebalanceSpread:   0.10,
+		SessionTTL:        time.Hour,
 	}
 }
 
@@ -120,6 +132,9 @@ func (c Config) withDefaults() Config {
 	if c.RebuildYieldLoad == 0 {
 		c.RebuildYieldLoad = d.RebuildYieldLoad
 	}
+	if c.SessionTTL == 0 {
+		c.SessionTTL = d.SessionTTL
+	}
 	return c
 }
 
@@ -133,6 +148,12 @@ func (c Config) Validate() error {
 	}
 	if len(c.Secret) != capability.SecretSize {
 		return fmt.Errorf("%w: secret must be %d bytes, got %d", ErrConfig, capability.SecretSize, len(c.Secret))
+	}
+	if _, err := lookupGroup(c.AdminGroup); err != nil {
+		return fmt.Errorf("%w: admin group: %w", ErrConfig, err)
+	}
+	if _, err := parseOwner(c.Owner); err != nil {
+		return fmt.Errorf("%w: owner: %w", ErrConfig, err)
 	}
 	if len(c.Peers) > 0 {
 		peers, err := parsePeers(c.Peers)

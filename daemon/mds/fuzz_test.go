@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/identity"
 )
 
 // FuzzHandlers feeds arbitrary requests to every MDS method behind the
@@ -34,6 +35,12 @@ func FuzzHandlers(f *testing.F) {
 		f.Fatal("mds not ready")
 	}
 	methods := slices.DeleteFunc(s.srv.Methods(), func(m string) bool { return m == rpc.MAddVoter || m == rpc.MRemoveVoter })
+	// As root on a trusted node: the handlers, not the authentication
+	// (auth_test.go), are what this fuzzes.
+	root, err := identity.NewNodeCredentials(testSecret(), identity.RoleNode, "fuzz", "").Header(context.Background())
+	if err != nil {
+		f.Fatal(err)
+	}
 	seeds := []any{
 		&rpc.EntryReq{Parent: rpc.RootIno, Name: "a"},
 		&rpc.MkdirReq{Parent: rpc.RootIno, Name: "d", Mode: 0o755},
@@ -50,7 +57,7 @@ func FuzzHandlers(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		method := methods[int(which)%len(methods)]
-		status, reply := s.srv.Dispatch(method, body)
+		status, reply := s.srv.Dispatch(method, body, root)
 		if len(reply) < 2 || reply[0] != rpc.Version {
 			t.Fatalf("%s: status %d, reply %q is not a frame", method, status, reply)
 		}
@@ -61,7 +68,7 @@ func FuzzHandlers(f *testing.F) {
 				t.Fatalf("%s: status %d, reply %q is not a wire error", method, status, reply)
 			}
 		}
-		if st, r := s.srv.Dispatch(rpc.MGetattr, rpc.Frame(&rpc.InoReq{Ino: rpc.RootIno})); st != http.StatusOK || !bytes.HasPrefix(r, []byte{rpc.Version}) {
+		if st, r := s.srv.Dispatch(rpc.MGetattr, rpc.Frame(&rpc.InoReq{Ino: rpc.RootIno}), root); st != http.StatusOK || !bytes.HasPrefix(r, []byte{rpc.Version}) {
 			t.Fatalf("after %s: getattr of the root: status %d", method, st)
 		}
 	})

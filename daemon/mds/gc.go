@@ -150,7 +150,7 @@ func (s *Server) removeOrphan(ctx context.Context, o orphan) (done, failed bool)
 		addr := s.fsm.st.ds[id].Addr
 		s.fsm.mu.RUnlock()
 		req := &rpc.DSReq{
-			Cap: s.adminToken(o.Ino, o.Layout.Generation),
+			Cap: s.adminToken(o.Ino, o.Layout.Generation, uint32(col), id, 0),
 			ID:  rpc.ComponentID{Ino: o.Ino, Gen: o.Layout.Generation, Col: uint32(col)},
 			// Capabilities of the generation were granted before it went
 			// and expire within a TTL; twice that covers the clock skew

@@ -104,7 +104,7 @@ func TestOrphanGC(t *testing.T) {
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	m := &tmds{Server: s, t: t, c: rpc.NewClient(rpc.ClientConfig{})}
+	m := &tmds{Server: s, t: t, c: testClient(0)}
 	t.Cleanup(func() {
 		m.c.Close()
 		if err := s.Close(); err != nil {

@@ -62,7 +62,7 @@ func (s *Server) gcScanDS(ctx context.Context, d dsRecord, row *rpc.GCDataServer
 	for sub := range uint32(256) {
 		var resp rpc.CompListResp
 		cctx, cancel := context.WithTimeout(ctx, gcListTimeout)
-		err := s.dsc.Call(cctx, d.Addr, rpc.DList, &rpc.CompListReq{Cap: s.adminToken(0, 0), Sub: sub}, &resp)
+		err := s.dsc.Call(cctx, d.Addr, rpc.DList, &rpc.CompListReq{Cap: s.adminToken(0, 0, 0, d.ID, 0), Sub: sub}, &resp)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("list %s: %w", d.ID, err)
@@ -109,7 +109,7 @@ func (s *Server) gcScanDS(ctx context.Context, d dsRecord, row *rpc.GCDataServer
 // gcRemove removes component id from d; a component of a generation that
 // is gone leaves a tombstone (gc.go).
 func (s *Server) gcRemove(ctx context.Context, d dsRecord, id rpc.ComponentID, gone bool) error {
-	req := &rpc.DSReq{Cap: s.adminToken(id.Ino, id.Gen), ID: id}
+	req := &rpc.DSReq{Cap: s.adminToken(id.Ino, id.Gen, id.Col, d.ID, 0), ID: id}
 	if gone {
 		req.Tombstone = s.clock().Add(2 * s.cfg.CapabilityTTL).UnixNano()
 	}

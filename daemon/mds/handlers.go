@@ -58,6 +58,7 @@ func (s *Server) register(m *rpc.Mux) {
 	handle(s, m, rpc.MLayoutReturn, s.layoutReturn)
 	handle(s, m, rpc.MHeartbeat, s.heartbeat)
 	handle(s, m, rpc.MCluster, s.cluster)
+	handle(s, m, rpc.MAuthSession, s.authSession)
 	handle(s, m, rpc.MLockGet, s.lockGet)
 	handle(s, m, rpc.MLockSet, s.lockSet)
 	handle(s, m, rpc.MLockRelease, s.lockRelease)
@@ -80,7 +81,7 @@ func (s *Server) register(m *rpc.Mux) {
 // follower every method but cluster is refused with a redirect (ha.go).
 func handle[Req, Resp any](s *Server, m *rpc.Mux, method string, fn func(context.Context, *Req) (*Resp, error)) {
 	c := s.met.op(strings.TrimPrefix(method, "mds."))
-	anyNode := method == rpc.MCluster
+	anyNode := method == rpc.MCluster || method == rpc.MAuthSession
 	rpc.Handle(m, method, func(ctx context.Context, r *Req) (*Resp, error) {
 		if !anyNode && !s.isLeader() {
 			c.total.Add(1)
@@ -507,8 +508,14 @@ func (s *Server) layoutCommit(ctx context.Context, r *rpc.LayoutCommitReq) (*rpc
 	return &rpc.AttrResp{Attr: res.attr}, nil
 }
 
-func (s *Server) heartbeat(_ context.Context, r *rpc.HeartbeatReq) (*rpc.HeartbeatResp, error) {
+func (s *Server) heartbeat(ctx context.Context, r *rpc.HeartbeatReq) (*rpc.HeartbeatResp, error) {
 	if err := checkDSNames(r); err != nil {
+		return nil, err
+	}
+	s.fsm.mu.RLock()
+	rec, ok := s.fsm.st.ds[r.ID]
+	s.fsm.mu.RUnlock()
+	if err := s.checkDSIdentity(ctx, r, rec, ok); err != nil {
 		return nil, err
 	}
 	if err := s.registerDS(r); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/internal/identity"
 )
 
 // testSecret is the cluster secret of test servers.
@@ -48,7 +49,7 @@ func startMDS(t *testing.T, cfg Config) *tmds {
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	m := &tmds{Server: s, t: t, c: rpc.NewClient(rpc.ClientConfig{Timeout: 10 * time.Second})}
+	m := &tmds{Server: s, t: t, c: testClient(10 * time.Second)}
 	t.Cleanup(func() {
 		m.c.Close()
 		if err := s.Close(); err != nil {
@@ -63,10 +64,37 @@ func startMDS(t *testing.T, cfg Config) *tmds {
 	return m
 }
 
+// testClient returns a client of test servers that calls as root on a
+// trusted node, except heartbeats and scrub reports, which it sends with
+// the credential of the data server they name (credCtx).
+func testClient(timeout time.Duration) *rpc.Client {
+	root := identity.NewNodeCredentials(testSecret(), identity.RoleNode, "testnode", "")
+	return rpc.NewClient(rpc.ClientConfig{Timeout: timeout, Auth: root.Header})
+}
+
+// credCtx returns ctx in which a call of req carries the credential of
+// the data server a heartbeat or scrub report names.
+func credCtx(ctx context.Context, req any) context.Context {
+	id, node := "", ""
+	switch r := req.(type) {
+	case *rpc.HeartbeatReq:
+		id, node = r.ID, r.Node
+	case *rpc.ScrubReportReq:
+		id = r.DS
+	default:
+		return ctx
+	}
+	if node == "" {
+		node = id
+	}
+	h, _ := identity.NewNodeCredentials(testSecret(), identity.RoleDS, node, id).Header(ctx)
+	return rpc.WithAuthorization(ctx, h)
+}
+
 // call makes one RPC to the server.
 func call[Resp any](m *tmds, method string, req any) (*Resp, error) {
 	resp := new(Resp)
-	if err := m.c.Call(context.Background(), m.Addr(), method, req, resp); err != nil {
+	if err := m.c.Call(credCtx(context.Background(), req), m.Addr(), method, req, resp); err != nil {
 		return nil, err
 	}
 	return resp, nil

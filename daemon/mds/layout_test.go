@@ -303,7 +303,7 @@ func TestHeartbeatTimeout(t *testing.T) {
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	m := &tmds{Server: s, t: t, c: rpc.NewClient(rpc.ClientConfig{})}
+	m := &tmds{Server: s, t: t, c: testClient(0)}
 	t.Cleanup(func() { m.c.Close(); s.Close() })
 	<-s.Ready()
 	hb := must[rpc.HeartbeatResp](m, rpc.MHeartbeat, &rpc.HeartbeatReq{ID: "ds1", Addr: "127.0.0.1:1", Capacity: 100, Free: 40})

@@ -50,7 +50,7 @@ func (s *Server) markMissing(ctx context.Context, ino, gen uint64, comps []uint3
 		if need == 0 || addr == "" {
 			continue
 		}
-		req := &rpc.DSReq{Cap: s.adminToken(ino, gen), ID: rpc.ComponentID{Ino: ino, Gen: gen, Col: c}}
+		req := &rpc.DSReq{Cap: s.adminToken(ino, gen, c, lay.Targets[c], 0), ID: rpc.ComponentID{Ino: ino, Gen: gen, Col: c}}
 		var resp rpc.DSResp
 		cctx, cancel := context.WithTimeout(ctx, missingCallTimeout)
 		err := s.dsc.Call(cctx, addr, rpc.DStat, req, &resp)

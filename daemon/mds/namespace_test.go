@@ -123,7 +123,7 @@ func TestNamespaceErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := m.dump()
-			err := m.c.Call(t.Context(), m.Addr(), tc.method, tc.req, new(anyResp))
+			err := m.c.Call(credCtx(t.Context(), tc.req), m.Addr(), tc.method, tc.req, new(anyResp))
 			if got := errnoOf(err); got != tc.errno {
 				t.Fatalf("errno %v (%v), want %v", got, err, tc.errno)
 			}

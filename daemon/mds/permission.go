@@ -5,6 +5,7 @@ import (
 
 	"github.com/strata-hpc/strata/daemon/mds/posix"
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/identity"
 )
 
 // Permission checks. The leader decides every one under the FSM's read
@@ -207,7 +208,8 @@ func (st *state) mayOpen(c *posix.Cred, ino uint64, write, held bool) error {
 // request that names no caller (an older client, which puts the owner in
 // the message) is unchecked (root) and owned by def.
 func (s *Server) creator(ctx context.Context, def rpc.Cred) (check, owner posix.Cred) {
-	if _, ok := rpc.CredFrom(ctx); !ok {
+	_, claimed := rpc.CredFrom(ctx)
+	if _, proved := identity.FromContext(ctx); !proved && !claimed {
 		return posix.Cred{}, posix.Cred{Uid: def.Uid, Gid: def.Gid, Groups: s.groups.of(def.Uid)}
 	}
 	c := s.caller(ctx)

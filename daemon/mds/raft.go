@@ -24,6 +24,7 @@ type raftOptions struct {
 	SnapshotThreshold uint64
 	Log               hclog.Logger
 	Peers             []peer // initial voters; empty: this node alone
+	Secret            []byte // the cluster secret: peers prove it (raftauth.go)
 	Join              bool   // never bootstrap
 }
 
@@ -80,9 +81,11 @@ func openRaft(o raftOptions, f raft.FSM) (_ *raftNode, err error) {
 	if err != nil {
 		return n, fmt.Errorf("open snapshot store: %w", err)
 	}
-	if n.trans, err = raft.NewTCPTransportWithLogger(o.Addr, nil, 3, 10*time.Second, o.Log.Named("transport")); err != nil {
+	stream, err := newAuthStream(o.Addr, o.Secret)
+	if err != nil {
 		return n, fmt.Errorf("raft transport on %s: %w", o.Addr, err)
 	}
+	n.trans = raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, o.Log.Named("transport"))
 	has, err := raft.HasExistingState(n.wal, n.wal, snaps)
 	if err != nil {
 		return n, fmt.Errorf("read raft state: %w", err)

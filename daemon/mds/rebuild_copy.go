@@ -41,17 +41,13 @@ const (
 	strayBatch         = 64
 )
 
-// rebuildToken is the capability of the MDS's rebuild calls: admin, so
-// that it reads and writes any component, and of class rebuild, so that
-// the data servers do not count the calls as foreground load.
-func (s *Server) rebuildToken() capability.Token {
-	t := capability.Token{
-		Ops:    capability.OpAdmin,
-		Class:  rpc.ClassRebuild,
-		Expiry: s.clock().Add(adminTokenTTL).UnixNano(),
-	}
-	t.Sign(s.cfg.Secret)
-	return t
+// rebuildToken is the capability of one of the MDS's rebuild calls: admin
+// for the one component it reads or writes on the one data server it
+// calls (so that a target cannot replay it for another file, column or
+// server), and of class rebuild, so that the data servers do not count
+// the calls as foreground load.
+func (s *Server) rebuildToken(id rpc.ComponentID, ds string) capability.Token {
+	return s.adminToken(id.Ino, id.Gen, id.Col, ds, rpc.ClassRebuild)
 }
 
 // fileSnap is what a rebuild reads of the FSM at its start.
@@ -345,8 +341,8 @@ func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome,
 // theirs (rpc.AppendSums): a reply that fails is an EIO, which a rebuild
 // takes from another source.
 func (s *Server) dsCall(ctx context.Context, fs fileSnap, id string, comp int, method string, req rpc.DSReq, data []byte, out []byte) (int, uint64, error) {
-	req.Cap = s.rebuildToken()
 	req.ID = rpc.ComponentID{Ino: fs.ino, Gen: fs.l.Generation, Col: uint32(comp)}
+	req.Cap = s.rebuildToken(req.ID, id)
 	if method == rpc.DWrite {
 		req.Sums = rpc.AppendSums(nil, req.Off, data)
 	}
@@ -717,7 +713,8 @@ func (s *Server) collectStrays(ctx context.Context) {
 	var purged []strayKey
 	for _, j := range jobs {
 		if !j.keep {
-			req := rpc.DSReq{Cap: s.rebuildToken(), ID: rpc.ComponentID{Ino: j.k.Ino, Gen: j.k.Gen, Col: j.k.Col}}
+			cid := rpc.ComponentID{Ino: j.k.Ino, Gen: j.k.Gen, Col: j.k.Col}
+			req := rpc.DSReq{Cap: s.rebuildToken(cid, j.k.DS), ID: cid}
 			cctx, cancel := context.WithTimeout(ctx, gcCallTimeout)
 			err := s.rb.dsc.Call(cctx, j.addr, rpc.DRemove, &req, &rpc.DSResp{})
 			cancel()

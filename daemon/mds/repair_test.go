@@ -79,6 +79,7 @@ func freshClient(t *testing.T, cl *testcluster.Cluster) *client.Client {
 	t.Helper()
 	cfg := client.DefaultConfig()
 	cfg.MDS = cl.MDSAddr()
+	cfg.Auth = cl.Credentials()
 	c, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)

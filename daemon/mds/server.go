@@ -46,6 +46,7 @@ type Server struct {
 	rb        *rebuilder  // the rebuild manager (rebuild.go)
 	groups    *groupCache // callers' supplementary groups (caller.go)
 	dsc       *rpc.Client // calls to data servers (GC)
+	auth      *authState  // who is asking (auth.go)
 	ready     chan struct{}
 	office    atomic.Uint64 // the raft term this node last took office in (ha.go)
 
@@ -78,6 +79,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		deps.Clock = time.Now
 	}
 	cfg.Secret = slices.Clone(cfg.Secret)
+	auth, err := newAuthState(cfg)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg:    cfg,
 		log:    deps.Log.With("component", "mds", "mds_id", cfg.ID),
@@ -92,6 +97,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		wr:     newWriters(deps.Clock),
 		dsc:    rpc.NewClient(rpc.ClientConfig{Timeout: gcCallTimeout, MaxConnsPerHost: gcParallel}),
 		ready:  make(chan struct{}),
+		auth:   auth,
 	}
 	s.rb = newRebuilder(s)
 	return s, nil
@@ -122,6 +128,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Log:               newHclog(s.log, "raft"),
 		Peers:             peers,
 		Join:              s.cfg.Join,
+		Secret:            s.cfg.Secret,
 	}, s.fsm)
 	if err != nil {
 		return fmt.Errorf("mds: start: %w", err)
@@ -138,6 +145,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return errors.Join(fmt.Errorf("mds: start: %w", err), ln.Close(), node.close())
 	}
+	s.srv.Authenticate(s.authenticate)
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.prop.run(bg, &s.wg)

@@ -276,6 +276,12 @@ func (s *Server) layoutError(ctx context.Context, r *rpc.LayoutErrorReq) (*rpc.L
 	if len(r.Errors) == 0 {
 		return nil, errf(syscall.EINVAL, "layouterror of inode %d reports no error", r.Ino)
 	}
+	// It answers a new layout and capability: checked as a layoutget of a
+	// handle the caller holds.
+	c := s.caller(ctx)
+	if err := s.check(func(st *state) error { return st.mayOpen(&c, r.Ino, r.Write, true) }); err != nil {
+		return nil, err
+	}
 	var comps, corrupt, missing []uint32
 	var ds, corruptDS []string
 	seen := map[uint32]bool{}
@@ -336,7 +342,10 @@ func (s *Server) layoutReturn(_ context.Context, r *rpc.LayoutReturnReq) (*rpc.E
 // with addresses and stale set, and a capability. A write grant is
 // recorded first (open: a new open, to be returned), so that the layout
 // read is the one after any swap in progress.
-func (s *Server) layoutFor(_ context.Context, ino uint64, write, open bool, tag qos.Tag) (*rpc.LayoutGetResp, error) {
+// The caller's permission to open the file is checked before (layoutGet,
+// layoutError); a writer's capability reads only if the caller may read.
+func (s *Server) layoutFor(ctx context.Context, ino uint64, write, open bool, tag qos.Tag) (*rpc.LayoutGetResp, error) {
+	readable := s.mayRead(ctx, ino)
 	if write {
 		exp := s.clock().Add(s.cfg.CapabilityTTL)
 		if err := s.raiseHorizon(exp); err != nil {
@@ -384,6 +393,6 @@ func (s *Server) layoutFor(_ context.Context, ino uint64, write, open bool, tag 
 		resp.Layout.Addrs[i] = s.fsm.st.ds[id].Addr
 	}
 	s.fsm.mu.RUnlock()
-	resp.Cap = s.grant(ino, resp.Layout.Generation, write, tag)
+	resp.Cap = s.grant(ctx, ino, resp.Layout.Generation, write, readable, tag)
 	return resp, nil
 }

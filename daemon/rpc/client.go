@@ -16,6 +16,33 @@ import (
 type ClientConfig struct {
 	Timeout         time.Duration // per call when ctx has no deadline; default 30s
 	MaxConnsPerHost int           // keep-alive pool size per peer; default 64
+	// Auth returns the Authorization header of a call made in ctx (the
+	// caller's credential, identity.Credentials); nil or "" sends none.
+	Auth func(ctx context.Context) (string, error)
+}
+
+type authKey struct{}
+
+// WithAuthorization returns ctx whose calls carry the Authorization header
+// v instead of ClientConfig.Auth's (opening a session with a MUNGE
+// credential).
+func WithAuthorization(ctx context.Context, v string) context.Context {
+	return context.WithValue(ctx, authKey{}, v)
+}
+
+// authorization returns the Authorization header of a call made in ctx.
+func (c *Client) authorization(ctx context.Context) (string, error) {
+	if v, ok := ctx.Value(authKey{}).(string); ok {
+		return v, nil
+	}
+	if c.cfg.Auth == nil {
+		return "", nil
+	}
+	v, err := c.cfg.Auth(ctx)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrCredential, err)
+	}
+	return v, nil
 }
 
 // Client calls Servers. It keeps one keep-alive pool per peer address and
@@ -95,6 +122,10 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 	if !ok {
 		deadline = time.Now().Add(c.cfg.Timeout)
 	}
+	auth, err := c.authorization(ctx)
+	if err != nil {
+		return 0, err
+	}
 	hreq := fasthttp.AcquireRequest()
 	hresp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(hreq)
@@ -114,6 +145,9 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 	if cr, ok := CredFrom(ctx); ok {
 		hreq.Header.Set(credHeader, formatCred(cr))
 	}
+	if auth != "" {
+		hreq.Header.Set(fasthttp.HeaderAuthorization, auth)
+	}
 	// A large reply is read from the connection straight into out
 	// (readReply), not into a body buffer fasthttp would allocate for it.
 	stream := 0
@@ -121,7 +155,7 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 		stream += len(o)
 	}
 	hresp.StreamBody = stream >= streamMin
-	err := c.host(addr).DoDeadline(hreq, hresp, deadline)
+	err = c.host(addr).DoDeadline(hreq, hresp, deadline)
 	*bp = body[:0]
 	c.bufs.Put(bp)
 	if err != nil {

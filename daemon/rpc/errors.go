@@ -47,6 +47,10 @@ func ToErrno(err error) syscall.Errno {
 	return syscall.EIO
 }
 
+// ErrCredential is wrapped when the caller's credential could not be made
+// (munged unreachable, no cluster secret): nothing was sent.
+var ErrCredential = errors.New("rpc: no credential")
+
 // ErrUnavailable is wrapped by transport failures (peer down, timeout).
 var ErrUnavailable = errors.New("rpc: peer unavailable")
 

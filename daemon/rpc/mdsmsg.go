@@ -32,6 +32,7 @@ const (
 	MCluster      = "mds.cluster"
 	MAddVoter     = "mds.voter.add"
 	MRemoveVoter  = "mds.voter.remove"
+	MAuthSession  = "mds.auth.session"
 )
 
 // RootIno is the inode number of the root directory.
@@ -409,6 +410,17 @@ type VoterReq struct {
 	ID       string
 	RaftAddr string
 	Force    bool // add even if RaftAddr does not answer; appended later
+}
+
+// AuthSessionResp answers MAuthSession, a call whose Authorization
+// header carries a MUNGE credential: the session token following calls
+// carry, and who the MDS took the caller for.
+type AuthSessionResp struct {
+	Token  []byte
+	Expiry int64 // unix nanoseconds
+	Uid    uint32
+	Gid    uint32
+	Groups []uint32
 }
 
 // Empty is the request or response of calls that carry nothing.

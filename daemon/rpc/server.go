@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -123,8 +124,16 @@ func Guard[Req any](m *Mux, method string, check func(*Req) error) {
 // Limit sets method's largest request body, in place of its class's.
 func (m *Mux) Limit(method string, n int) { m.m[method].limit = n }
 
+// Authenticator checks the credential of a call to method (the value of
+// its Authorization header, nil if none) from peer, and returns the
+// context the handler runs in (carrying the caller's identity), or an
+// error the caller receives instead of a reply (EACCES unless it is an
+// *Error). auth is valid only during the call.
+type Authenticator func(ctx context.Context, method string, auth []byte, peer netip.Addr) (context.Context, error)
+
 // Server serves a Mux over HTTP/1.1 with fasthttp.
 type Server struct {
+	auth Authenticator
 	mux  *Mux
 	cfg  ServerConfig
 	log  *slog.Logger
@@ -174,6 +183,10 @@ func NewServer(mux *Mux, log *slog.Logger, cfg ServerConfig) (*Server, error) {
 // (fasthttp's stream object and prefetch on every request). Call it before
 // Serve.
 func (s *Server) StreamBodies() { s.srv.StreamRequestBody = true }
+
+// Authenticate has every call checked by fn before its handler runs.
+// Call it before Serve.
+func (s *Server) Authenticate(fn Authenticator) { s.auth = fn }
 
 // Serve accepts connections on ln until Shutdown; it returns nil after Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
@@ -263,6 +276,18 @@ func (s *Server) serve(rc *fasthttp.RequestCtx) {
 			return
 		}
 		ctx = WithCred(ctx, cr)
+	}
+	if s.auth != nil {
+		var err error
+		ctx, err = s.auth(ctx, method, rc.Request.Header.Peek(fasthttp.HeaderAuthorization), peerAddr(rc))
+		if err != nil {
+			var re *Error
+			if !errors.As(err, &re) {
+				err = Errorf(syscall.EACCES, err.Error())
+			}
+			s.fail(rc, err)
+			return
+		}
 	}
 	d, _ := s.pool.Get().(*Data)
 	if d == nil {
@@ -390,6 +415,16 @@ func (s *Server) reply(rc *fasthttp.RequestCtx, resp any, d *Data) {
 	rc.Response.SwapBody(body)
 }
 
+// peerAddr returns the IP address a request came from.
+func peerAddr(rc *fasthttp.RequestCtx) netip.Addr {
+	if a, ok := rc.RemoteAddr().(*net.TCPAddr); ok {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok {
+			return ip.Unmap()
+		}
+	}
+	return netip.Addr{}
+}
+
 // countingReader counts the bytes read through it.
 type countingReader struct {
 	r io.Reader
@@ -414,10 +449,13 @@ func (s *Server) fail(rc *fasthttp.RequestCtx, err error) {
 // Dispatch serves one request held in memory as if it had arrived on a
 // connection (within the method's body limit) and returns the reply's
 // status and body: for fuzzing the handlers behind the router without a
-// network.
-func (s *Server) Dispatch(method string, body []byte) (int, []byte) {
+// network. auth, if given, is the request's Authorization header.
+func (s *Server) Dispatch(method string, body []byte, auth ...string) (int, []byte) {
 	var req fasthttp.Request
 	req.Header.SetMethod(fasthttp.MethodPost)
+	if len(auth) > 0 {
+		req.Header.Set(fasthttp.HeaderAuthorization, auth[0])
+	}
 	req.SetRequestURI("/rpc/" + method)
 	req.SetBody(body)
 	var rc fasthttp.RequestCtx

@@ -154,6 +154,7 @@ func readSeq(ctx context.Context, c *client.Client, name string, buf []byte, siz
 func newClient(b *testing.B, cl *testcluster.Cluster) *client.Client {
 	cfg := client.DefaultConfig()
 	cfg.MDS = cl.MDSAddr()
+	cfg.Auth = cl.Credentials()
 	c, err := client.New(cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -88,6 +88,26 @@ func BenchmarkDataPath(b *testing.B) {
 	}
 }
 
+// BenchmarkAuth: metadata creates/s and stats/s with authentication on
+// (a session token verified on every call) over the same with it off.
+func BenchmarkAuth(b *testing.B) {
+	d := 3 * time.Second
+	if testing.Short() {
+		d = time.Second
+	}
+	for i := 0; i < b.N; i++ {
+		m, err := mds.BenchAuth(context.Background(), b.TempDir(), 64, d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(m.CreateRatio(), "auth_create_ratio")
+		b.ReportMetric(m.StatRatio(), "auth_stat_ratio")
+		fmt.Printf("\nauthentication, 64 concurrent clients, one MDS, %v per mode and operation, interleaved:\n", 2*d)
+		fmt.Printf("  creates  off %8.0f /s  on %8.0f /s  ratio %.2f (target >= 0.95)\n", m.CreatesOff, m.CreatesOn, m.CreateRatio())
+		fmt.Printf("  stats    off %8.0f /s  on %8.0f /s  ratio %.2f (target >= 0.95)\n", m.StatsOff, m.StatsOn, m.StatRatio())
+	}
+}
+
 // BenchmarkMetadata: creates/s and stats/s with 64 concurrent clients
 // against one MDS on a durable log, against raw raft applies/s on the same
 // log store and bare fasthttp tiny requests/s, all in the same run.

@@ -27,6 +27,7 @@ func BenchmarkFailover(b *testing.B) {
 		}
 		cfg := client.DefaultConfig()
 		cfg.MDS = cl.MDSAddr()
+		cfg.Auth = cl.Credentials()
 		c, err := client.New(cfg)
 		if err != nil {
 			b.Fatal(err)

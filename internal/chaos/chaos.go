@@ -234,6 +234,7 @@ func (r *run) count() {
 func (r *run) newClient() (*client.Client, error) {
 	cfg := client.DefaultConfig()
 	cfg.MDS = r.cl.MDSAddr()
+	cfg.Auth = r.cl.Credentials()
 	cfg.Timeout = 10 * time.Second
 	cfg.FailoverTimeout = 20 * time.Second
 	cfg.ChunkSize = 256 << 10

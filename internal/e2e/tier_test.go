@@ -58,6 +58,7 @@ func TestTier(t *testing.T) {
 	t.Run("DataServerKilled", func(t *testing.T) { testDSKilled(t, e) })
 	t.Run("SrunSalloc", func(t *testing.T) { testSrunSalloc(t, e) })
 	t.Run("SharedFirstNode", func(t *testing.T) { testSharedFirstNode(t, e) })
+	t.Run("Private", func(t *testing.T) { testPrivate(t, e) })
 }
 
 // (0) a malformed --storage-tier makes sbatch fail with the grammar's

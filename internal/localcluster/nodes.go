@@ -12,6 +12,7 @@ import (
 	"github.com/strata-hpc/strata/daemon/ds"
 	"github.com/strata-hpc/strata/daemon/mds"
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/identity"
 )
 
 // DSID is the id of data server i.
@@ -296,6 +297,14 @@ func (c *Cluster) Dir() string { return c.o.Dir }
 
 // Secret returns the cluster secret (tests forge and expire tokens with it).
 func (c *Cluster) Secret() []byte { return c.secret }
+
+// Credentials returns the credentials of a node daemon of this cluster
+// (root on a trusted node; it acts for each call's identity.Actor, else
+// for its client's Cred): what a client of the cluster in this process
+// authenticates with.
+func (c *Cluster) Credentials() identity.Credentials {
+	return identity.NewNodeCredentials(c.secret, identity.RoleNode, "localcluster", "")
+}
 
 // Close stops the admin API, the data servers and the MDS.
 func (c *Cluster) Close() error {

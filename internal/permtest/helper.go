@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/identity"
 )
 
 // HelperEnv, when set in the environment of the test binary, makes it run
@@ -25,11 +26,12 @@ const HelperEnv = "STRATA_PERMTEST_HELPER"
 // of Dirs, through the OS (local directory or FUSE mount) or through the
 // client library (Dirs are then Strata paths).
 type Job struct {
-	Lib  bool
-	MDS  string
-	Dirs []string
-	Args Args
-	Ops  []string // only these operations; none: all
+	Lib   bool
+	MDS   string
+	Munge string // munged's socket: the library proves the helper's uid with MUNGE
+	Dirs  []string
+	Args  Args
+	Ops   []string // only these operations; none: all
 }
 
 // Args are the ids the operations use.
@@ -54,6 +56,7 @@ func Helper(r io.Reader, w io.Writer) error {
 		cfg := client.DefaultConfig()
 		cfg.MDS = j.MDS
 		cfg.Timeout = 30 * time.Second
+		cfg.Munge = &identity.Munge{Socket: j.Munge}
 		c, err := client.New(cfg)
 		if err != nil {
 			return fmt.Errorf("helper: client: %w", err)

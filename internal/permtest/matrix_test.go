@@ -20,6 +20,8 @@ import (
 
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/client/fuse"
+	"github.com/strata-hpc/strata/daemon/mds"
+	"github.com/strata-hpc/strata/internal/mungetest"
 	"github.com/strata-hpc/strata/internal/testcluster"
 )
 
@@ -192,7 +194,10 @@ func TestMatrix(t *testing.T) {
 		}
 	}
 
-	cl := testcluster.Start(t, 2)
+	// The library's callers prove their uid with a real munged; the mount
+	// is a node daemon acting for each caller (docs/security.md).
+	sock := mungetest.Start(t)
+	cl := testcluster.Start(t, 2, testcluster.WithMDSConfig(func(c *mds.Config) { c.MungeSocket = sock }))
 	opts := fuse.DefaultOptions()
 	srv, err := fuse.Mount(context.Background(), cl.Client(), mnt, opts)
 	if err != nil {
@@ -260,7 +265,7 @@ func TestMatrix(t *testing.T) {
 		results := make([]Result, len(callers))
 		errs := make([]error, len(callers))
 		for i, c := range callers {
-			job := Job{Lib: p.lib, MDS: cl.MDSAddr(), Args: args}
+			job := Job{Lib: p.lib, MDS: cl.MDSAddr(), Munge: sock, Args: args}
 			for _, fc := range cases {
 				job.Dirs = append(job.Dirs, p.job+"/"+fix(fc, c))
 			}

@@ -216,7 +216,10 @@ func requireSlurm(t testing.TB, root string) {
 
 // Env is the environment Slurm commands of this cluster run with.
 func (c *Cluster) Env() []string {
-	return append(os.Environ(), "SLURM_CONF="+filepath.Join(c.Dir, "etc", "slurm.conf"))
+	// Jobs inherit it: their strata commands prove their uid with this
+	// cluster's munged (docs/security.md).
+	return append(os.Environ(), "SLURM_CONF="+filepath.Join(c.Dir, "etc", "slurm.conf"),
+		"STRATA_MUNGE_SOCKET="+filepath.Join(c.Dir, "munge", "munge.socket"))
 }
 
 // CmdError is a Slurm command that failed; Output is what it printed.

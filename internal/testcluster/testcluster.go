@@ -88,6 +88,7 @@ func (c *Cluster) Client() *client.Client {
 	c.t.Helper()
 	cfg := client.DefaultConfig()
 	cfg.MDS = c.MDSAddr()
+	cfg.Auth = c.Credentials()
 	cl, err := client.New(cfg)
 	if err != nil {
 		c.t.Fatalf("client: %v", err)

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/internal/identity"
 	"github.com/strata-hpc/strata/internal/slurmtest"
 )
 
@@ -77,11 +79,19 @@ func Start(tb testing.TB, o Options) *Env {
 			e.Admin = v
 		}
 	}
-	if e.Global, err = client.New(client.Config{MDS: e.MDS, Timeout: time.Minute}); err != nil {
+	secret, err := capability.ReadSecretFile(e.SecretFile())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	auth := identity.NewNodeCredentials(secret, identity.RoleNode, "tiertest", "")
+	if e.Global, err = client.New(client.Config{MDS: e.MDS, Timeout: time.Minute, Auth: auth}); err != nil {
 		tb.Fatal(err)
 	}
 	return e
 }
+
+// SecretFile is the global namespace's cluster secret file.
+func (e *Env) SecretFile() string { return filepath.Join(e.Dir, "strata", "mds", "secret") }
 
 func (e *Env) down() {
 	if e.Global != nil {
@@ -100,7 +110,7 @@ func (e *Env) Strata(args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.Cluster.Strata, args...)
-	cmd.Env = append(os.Environ(), "STRATA_MDS="+e.MDS)
+	cmd.Env = append(os.Environ(), "STRATA_MDS="+e.MDS, "STRATA_SECRET_FILE="+e.SecretFile())
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
