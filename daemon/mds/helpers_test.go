@@ -64,12 +64,19 @@ func startMDS(t *testing.T, cfg Config) *tmds {
 	return m
 }
 
-// testClient returns a client of test servers that calls as root on a
-// trusted node, except heartbeats and scrub reports, which it sends with
-// the credential of the data server they name (credCtx).
+// testClient returns a client of test servers that calls as a trusted
+// node acting for the Cred of each call's context (rpc.WithCred), else for
+// root, except heartbeats and scrub reports, which it sends with the
+// credential of the data server they name (credCtx).
 func testClient(timeout time.Duration) *rpc.Client {
-	root := identity.NewNodeCredentials(testSecret(), identity.RoleNode, "testnode", "")
-	return rpc.NewClient(rpc.ClientConfig{Timeout: timeout, Auth: root.Header})
+	node := identity.NewNodeCredentials(testSecret(), identity.RoleNode, "testnode", "")
+	auth := func(ctx context.Context) (string, error) {
+		if cr, ok := rpc.CredFrom(ctx); ok {
+			ctx = identity.WithActor(ctx, identity.Actor{Uid: cr.Uid, Gid: cr.Gid})
+		}
+		return node.Header(ctx)
+	}
+	return rpc.NewClient(rpc.ClientConfig{Timeout: timeout, Auth: auth})
 }
 
 // credCtx returns ctx in which a call of req carries the credential of
