@@ -44,6 +44,9 @@ var methodAccess = map[string]access{
 	rpc.MScrubStart:    accessAdmin,
 	rpc.MScrubStatus:   accessAdmin,
 	rpc.MRebuildStatus: accessAdmin,
+	rpc.MGCScan:        accessAdmin,
+	rpc.MQuotaSet:      accessAdmin,
+	rpc.MProjectSet:    accessAdmin,
 	rpc.MTierPut:       accessAgent,
 }
 
