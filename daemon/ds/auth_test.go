@@ -66,7 +66,7 @@ func TestCapabilityBoundToClient(t *testing.T) {
 	tok.Sign(h.secret)
 	write := func(c *rpc.Client) error {
 		var resp rpc.DSResp
-		_, err := c.CallData(context.Background(), h.s.Addr(), rpc.DWrite, &rpc.DSReq{Cap: tok, ID: id}, []byte("x"), &resp, nil)
+		_, err := c.CallData(context.Background(), h.s.Addr(), rpc.DWrite, &rpc.DSReq{Cap: tok, ID: id, Sums: rpc.AppendSums(nil, 0, []byte("x"))}, []byte("x"), &resp, nil)
 		return err
 	}
 	client := func(node string) *rpc.Client {

@@ -45,8 +45,6 @@ var methodAccess = map[string]access{
 	rpc.MScrubStatus:   accessAdmin,
 	rpc.MRebuildStatus: accessAdmin,
 	rpc.MGCScan:        accessAdmin,
-	rpc.MQuotaSet:      accessAdmin,
-	rpc.MProjectSet:    accessAdmin,
 	rpc.MTierPut:       accessAgent,
 }
 
