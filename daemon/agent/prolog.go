@@ -268,7 +268,7 @@ func (t *tier) marker() string { return t.jobDir + "/" }
 func (t *tier) adminClient(failover time.Duration) (*client.Client, error) {
 	return client.New(client.Config{
 		MDS: t.st.MDSAddr, Timeout: 10 * time.Second, FailoverTimeout: failover,
-		Cred: rpc.Cred{Uid: 0, Gid: 0},
+		Cred: rpc.Cred{Uid: 0, Gid: 0}, Auth: t.tierCreds,
 	})
 }
 
