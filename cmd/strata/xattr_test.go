@@ -15,7 +15,7 @@ import (
 func TestXattrLimitsThroughMount(t *testing.T) {
 	requireFUSE(t)
 	c := newCLI(t, 1)
-	_, dir := startMount(t, c.mds)
+	_, dir := startMount(t, c.env())
 	f := filepath.Join(dir, "f")
 	if err := os.WriteFile(f, nil, 0o644); err != nil {
 		t.Fatal(err)
