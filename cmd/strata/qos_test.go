@@ -24,7 +24,7 @@ import (
 func TestQoSPolicy(t *testing.T) {
 	const token = "s3cret"
 	cl := testcluster.Start(t, 2, testcluster.WithAdmin(token))
-	c := &cli{t: t, mds: cl.MDSAddr()}
+	c := &cli{t: t, mds: cl.MDSAddr(), secret: secretFile(cl)}
 	if out := c.ok("qos", "policy", "show"); !strings.Contains(out, `"io":{"weight":8}`) {
 		t.Fatalf("default policy:\n%s", out)
 	}
