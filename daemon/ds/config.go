@@ -25,15 +25,22 @@ const (
 // Config configures a data server. Zero values of optional fields take
 // their defaults in New.
 type Config struct {
-	ID                string        // unique id, e.g. "ds1"; required
-	Listen            string        // e.g. "127.0.0.1:7201" or "127.0.0.1:0"; default DefaultListen
-	Advertise         string        // address reported to the MDS; default: the actual listen address
-	Dir               string        // component store directory; required, created if missing
-	MDS               string        // MDS RPC address(es), comma separated, for heartbeats; "" = no heartbeats
-	Secret            []byte        // cluster secret, len capability.SecretSize; required
-	Node              string        // failure domain reported to the MDS; default ID
-	Rack              string        // a wider failure domain: no two columns of a file in one rack; default none (the node is the domain)
-	Capacity          uint64        // bytes; 0 = total size of the file system holding Dir
+	ID        string // unique id, e.g. "ds1"; required
+	Listen    string // e.g. "127.0.0.1:7201" or "127.0.0.1:0"; default DefaultListen
+	Advertise string // address reported to the MDS; default: the actual listen address
+	Dir       string // component store directory; required, created if missing
+	MDS       string // MDS RPC address(es), comma separated, for heartbeats; "" = no heartbeats
+	Secret    []byte // cluster secret, len capability.SecretSize; required
+	Node      string // failure domain reported to the MDS; default ID
+	Rack      string // a wider failure domain: no two columns of a file in one rack; default none (the node is the domain)
+	Capacity  uint64 // bytes; 0 = total size of the file system holding Dir
+	// Share is how many data servers store on the file system holding Dir
+	// (strata dev runs them all on one disk); 0 or 1: this one alone. A
+	// server that shares reports 1/Share of the file system's available
+	// bytes as its free space and its capacity as its own use plus that,
+	// so that the cluster's df adds up to the disk's available space and
+	// Strata's use, not Share times the disk.
+	Share             int
 	HeartbeatInterval time.Duration // default 1s; the MDS reply's IntervalMs overrides when non-zero
 	BlockSize         int           // checksum block size; default 64 KiB; a power of two in [4 KiB, 16 MiB]
 	ScrubInterval     time.Duration // a scrub pass starts this often (scrub.go); default 7 days; negative: only on demand

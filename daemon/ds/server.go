@@ -189,14 +189,22 @@ func (s *Server) Close() error {
 }
 
 // free returns the bytes that can still be stored: the capacity left, or
-// less if the file system holding Dir is fuller.
+// less if the file system holding Dir is fuller. A server sharing its file
+// system (Config.Share) counts its share of the available bytes only, and
+// reports as capacity its own use plus that free space.
 func (s *Server) free() (capacity, free uint64) {
 	used, capacity := s.store.usage()
 	if used < capacity {
 		free = capacity - used
 	}
 	if _, avail, err := s.disk.Statfs(s.cfg.Dir); err == nil {
+		if s.cfg.Share > 1 {
+			avail /= uint64(s.cfg.Share)
+		}
 		free = min(free, avail)
+	}
+	if s.cfg.Share > 1 {
+		capacity = min(capacity, used+free)
 	}
 	return capacity, free
 }

@@ -36,7 +36,7 @@ type Options struct {
 	HeartbeatInterval time.Duration     // default: the daemons' default
 	HeartbeatTimeout  time.Duration     // default: the MDS default
 	DefaultLayout     string            // default: the MDS default
-	DSCapacity        uint64            // per data server; 0 = an equal share of the file system holding Dir (they share one disk)
+	DSCapacity        uint64            // per data server; 0 = an equal share of the file system holding Dir (they share one disk: each reports that share of its free space, ds.Config.Share)
 	MDSConfig         func(*mds.Config) // if set, changes each replica's config last (tests: rebuild and capability timing)
 	DSConfig          func(*ds.Config)  // if set, changes each data server's config last (tests: scrub)
 }
@@ -45,6 +45,7 @@ type Options struct {
 type Cluster struct {
 	o      Options
 	secret []byte
+	share  int // ds.Config.Share: the data servers share one disk (DSCapacity was 0)
 
 	mdsAddrs  []string // RPC address of each replica
 	raftAddrs []string // raft address of each replica
@@ -106,13 +107,15 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	share := 0
 	if o.DSCapacity == 0 {
 		var st syscall.Statfs_t
 		if err := syscall.Statfs(o.Dir, &st); err == nil && o.DS > 0 {
 			o.DSCapacity = st.Blocks * uint64(st.Bsize) / uint64(o.DS)
+			share = o.DS
 		}
 	}
-	c := &Cluster{o: o, secret: secret, mdsAddrs: mdsAddrs, raftAddrs: raftAddrs, mds: make([]*mds.Server, o.MDS), ds: make([]*ds.Server, o.DS)}
+	c := &Cluster{o: o, share: share, secret: secret, mdsAddrs: mdsAddrs, raftAddrs: raftAddrs, mds: make([]*mds.Server, o.MDS), ds: make([]*ds.Server, o.DS)}
 	if err := c.start(ctx); err != nil {
 		_ = c.Close()
 		return nil, err

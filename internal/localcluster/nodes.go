@@ -172,6 +172,7 @@ func (c *Cluster) StartDS(ctx context.Context, i int) error {
 	cfg.MDS = c.MDSAddr()
 	cfg.Secret = c.secret
 	cfg.Capacity = c.o.DSCapacity
+	cfg.Share = c.share
 	if c.o.HeartbeatInterval != 0 {
 		cfg.HeartbeatInterval = c.o.HeartbeatInterval
 	}
