@@ -14,7 +14,7 @@ import (
 // and shows the device as major,minor.
 func TestLsStatSpecialFiles(t *testing.T) {
 	tc := testcluster.Start(t, 1)
-	c := &cli{t: t, mds: tc.MDSAddr()}
+	c := &cli{t: t, mds: tc.MDSAddr(), secret: secretFile(tc)}
 	cl := tc.Client()
 	ctx := context.Background()
 	for _, f := range []struct {
