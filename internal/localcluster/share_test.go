@@ -23,6 +23,7 @@ func TestSharedDiskStatFS(t *testing.T) {
 	defer c.Close()
 	cfg := client.DefaultConfig()
 	cfg.MDS = c.MDSAddr()
+	cfg.Auth = c.Credentials()
 	cl, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)
