@@ -94,7 +94,7 @@ func TestMDSIsTheAuthority(t *testing.T) {
 	for op := range want {
 		job.Ops = append(job.Ops, op)
 	}
-	res, err := helper(bin, oth, job)
+	res, err := helper(bin, oth, job, false)
 	if err != nil {
 		t.Fatal(err)
 	}

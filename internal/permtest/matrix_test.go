@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/user"
@@ -21,6 +23,7 @@ import (
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/client/fuse"
 	"github.com/strata-hpc/strata/daemon/mds"
+	"github.com/strata-hpc/strata/internal/identity"
 	"github.com/strata-hpc/strata/internal/mungetest"
 	"github.com/strata-hpc/strata/internal/testcluster"
 )
@@ -45,11 +48,17 @@ const (
 	other = "stperm_other"
 )
 
-// caller is one identity the operations run as.
+// caller is one identity the operations run as. A squashed caller is root
+// on a node the MDS squashes (nodemap): Strata treats it as nobody, so the
+// kernel's answers for it are nobody's.
 type caller struct {
 	name     string
 	uid, gid int
+	squashed bool
 }
+
+// nobody is the identity a squashed root gets (identity.NobodyID).
+const nobody = identity.NobodyID
 
 // accounts creates the group and users when missing and returns them.
 func accounts(t *testing.T) (grp int, callers []caller) {
@@ -83,7 +92,7 @@ func accounts(t *testing.T) (grp int, callers []caller) {
 		gid, _ := strconv.Atoi(u.Gid)
 		callers = append(callers, caller{name: name, uid: uid, gid: gid})
 	}
-	return grp, append(callers, caller{name: "root"})
+	return grp, append(callers, caller{name: "root"}, caller{name: "squashed-root", squashed: true})
 }
 
 func run(t *testing.T, name string, args ...string) {
@@ -94,12 +103,17 @@ func run(t *testing.T, name string, args ...string) {
 }
 
 // helper runs job as c in a copy of the test binary (bin) and returns its
-// result.
-func helper(bin string, c caller, job Job) (Result, error) {
+// result. On the local directory (kernel) a squashed root runs as nobody,
+// with no groups.
+func helper(bin string, c caller, job Job, kernel bool) (Result, error) {
 	var cmd *exec.Cmd
-	if c.uid == 0 {
+	switch {
+	case c.squashed && kernel:
+		cmd = exec.Command("setpriv", "--reuid", strconv.Itoa(nobody), "--regid", strconv.Itoa(nobody),
+			"--clear-groups", "--", bin)
+	case c.uid == 0:
 		cmd = exec.Command(bin)
-	} else {
+	default:
 		cmd = exec.Command("setpriv", "--reuid", strconv.Itoa(c.uid), "--regid", strconv.Itoa(c.gid),
 			"--init-groups", "--", bin)
 	}
@@ -196,22 +210,31 @@ func TestMatrix(t *testing.T) {
 
 	// The library's callers prove their uid with a real munged; the mount
 	// is a node daemon acting for each caller (docs/security.md).
+	// Root on 127.0.0.2 is squashed: the MDS listens on every address so
+	// that the squashed callers can reach it from there.
+	squashAddr(t)
 	sock := mungetest.Start(t)
-	cl := testcluster.Start(t, 2, testcluster.WithMDSConfig(func(c *mds.Config) { c.MungeSocket = sock }))
-	opts := fuse.DefaultOptions()
-	srv, err := fuse.Mount(context.Background(), cl.Client(), mnt, opts)
+	var squashedMDS string
+	cl := testcluster.Start(t, 2, testcluster.WithMDSConfig(func(c *mds.Config) {
+		c.MungeSocket = sock
+		_, port, _ := net.SplitHostPort(c.Listen)
+		c.Listen, squashedMDS = "0.0.0.0:"+port, "127.0.0.2:"+port
+		c.Squash = []identity.Rule{{Net: netip.MustParsePrefix("127.0.0.2/32"), Squash: identity.SquashRoot, Uid: nobody, Gid: nobody}}
+	}))
+	mount(t, cl.Client(), mnt)
+	// The squashed root's mount: the same namespace, reached from 127.0.0.2.
+	sqCfg := client.DefaultConfig()
+	sqCfg.MDS, sqCfg.Auth = squashedMDS, cl.Credentials()
+	sqClient, err := client.New(sqCfg)
 	if err != nil {
-		t.Fatalf("mount: %v", err)
+		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		// ErrDetached: a mount namespace another test made while this
-		// mount was up holds a copy of it; it is gone from ours.
-		if err := srv.Unmount(ctx, true); err != nil && !errors.Is(err, fuse.ErrDetached) {
-			t.Errorf("unmount: %v", err)
-		}
-	})
+	t.Cleanup(func() { _ = sqClient.Close() })
+	mntSq := filepath.Join(base, "mnt-squashed")
+	if err := os.Mkdir(mntSq, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mount(t, sqClient, mntSq)
 	root := cl.Client()
 	ctx := testcluster.Context(t, 5*time.Minute)
 
@@ -222,11 +245,12 @@ func TestMatrix(t *testing.T) {
 		os   string // where root builds fixtures
 		job  string // the path the helper uses
 		lib  bool
+		sq   string // the path a squashed caller uses
 	}
 	places := []place{
-		{"kernel", local, local, false},
-		{"fuse", filepath.Join(mnt, "fuse"), filepath.Join(mnt, "fuse"), false},
-		{"lib", filepath.Join(mnt, "lib"), "/lib", true},
+		{"kernel", local, local, false, local},
+		{"fuse", filepath.Join(mnt, "fuse"), filepath.Join(mnt, "fuse"), false, filepath.Join(mntSq, "fuse")},
+		{"lib", filepath.Join(mnt, "lib"), "/lib", true, "/lib"},
 	}
 	for _, p := range places[1:] {
 		if err := os.Mkdir(p.os, 0o755); err != nil {
@@ -266,13 +290,17 @@ func TestMatrix(t *testing.T) {
 		errs := make([]error, len(callers))
 		for i, c := range callers {
 			job := Job{Lib: p.lib, MDS: cl.MDSAddr(), Munge: sock, Args: args}
+			dir := p.job
+			if c.squashed {
+				job.MDS, dir = squashedMDS, p.sq
+			}
 			for _, fc := range cases {
-				job.Dirs = append(job.Dirs, p.job+"/"+fix(fc, c))
+				job.Dirs = append(job.Dirs, dir+"/"+fix(fc, c))
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i], errs[i] = helper(bin, c, job)
+				results[i], errs[i] = helper(bin, c, job, p.name == "kernel")
 			}()
 		}
 		wg.Wait()
@@ -332,6 +360,40 @@ func TestMatrix(t *testing.T) {
 	}
 	t.Logf("%d cases x %d callers x %d operations: the kernel allowed %d and refused %d",
 		len(cases), len(callers), len(ops), allowed, denied)
+}
+
+// squashAddr makes 127.0.0.2 the source address of connections to it
+// (the loopback's route gives 127.0.0.1 otherwise), so that a client that
+// dials 127.0.0.2 comes from there; it is removed when the test ends if
+// the test added it.
+func squashAddr(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("ip", "addr", "add", "127.0.0.2/32", "dev", "lo").CombinedOutput()
+	switch {
+	case err == nil:
+		t.Cleanup(func() { _ = exec.Command("ip", "addr", "del", "127.0.0.2/32", "dev", "lo").Run() })
+	case strings.Contains(string(out), "File exists"):
+	default:
+		t.Fatalf("ip addr add 127.0.0.2/32 dev lo: %v: %s", err, out)
+	}
+}
+
+// mount mounts c's namespace on dir until the test ends.
+func mount(t *testing.T, c *client.Client, dir string) {
+	t.Helper()
+	srv, err := fuse.Mount(context.Background(), c, dir, fuse.DefaultOptions())
+	if err != nil {
+		t.Fatalf("mount: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		// ErrDetached: a mount namespace another test made while this
+		// mount was up holds a copy of it; it is gone from ours.
+		if err := srv.Unmount(ctx, true); err != nil && !errors.Is(err, fuse.ErrDetached) {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
 }
 
 func statLib(ctx context.Context, c *client.Client, p string) state {
