@@ -31,6 +31,7 @@ func BenchmarkNFS(b *testing.B) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 		o := rig.Options("4.2", "bigio", strconv.Itoa(size))
 		o.MemMiB = 512
+		o.Timeout = 14 * time.Minute
 		res, err := g.Run(ctx, o)
 		cancel()
 		if err != nil || res.Has("FAIL") {
