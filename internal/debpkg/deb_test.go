@@ -414,6 +414,14 @@ func checkMount(t *testing.T) {
 	c := testcluster.Start(t, 2)
 	src := "strata:" + c.MDSAddr()
 	dir := t.TempDir()
+	// The mount authenticates as this node with the test cluster's secret,
+	// not the one postinst created in /etc/strata: mount(8) hands the
+	// helper its environment, as a site's unit would set it.
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, c.Secret(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STRATA_SECRET_FILE", secret)
 	want := make([]byte, 3<<20+123)
 	if _, err := rand.Read(want); err != nil {
 		t.Fatal(err)
