@@ -54,9 +54,17 @@ func ParseHeader(v []byte) (Scheme, []byte, error) {
 			}
 			return SchemeMunge, val, nil
 		}
+		// Go's base64 skips CR and LF: refuse them, and an empty
+		// credential, so a header has one reading.
+		if bytes.ContainsAny(val, "\r\n") {
+			return SchemeNone, nil, fmt.Errorf("%w: %s credential with a line break", ErrMalformed, n)
+		}
 		b, err := base64.RawURLEncoding.DecodeString(string(val))
 		if err != nil {
 			return SchemeNone, nil, fmt.Errorf("%w: %s credential: %v", ErrMalformed, n, err)
+		}
+		if len(b) == 0 {
+			return SchemeNone, nil, fmt.Errorf("%w: authorization header without a credential", ErrMalformed)
 		}
 		return Scheme(s), b, nil
 	}
