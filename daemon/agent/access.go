@@ -1,23 +1,14 @@
 package agent
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os/user"
-	"path"
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/strata-hpc/strata/client"
-	"github.com/strata-hpc/strata/daemon/rpc"
 )
 
 // Stage-in and drains act for the job's user, never as root:
@@ -27,17 +18,15 @@ import (
 //     system identity (setfsuid, setfsgid, supplementary groups; all
 //     per-thread in Linux) is the user's; the kernel checks permissions.
 //     The thread is thrown away afterwards, never returned to Go's pool.
-//   - The global namespace's MDS does not check permissions yet (the
-//     namespace issue leaves it to the kernel of each mount). So the agent
-//     checks them itself against the mode, uid and gid the MDS keeps, as
-//     the kernel would with default_permissions: search on every
-//     directory of the path, read to stage in, write and search on the
-//     directory a drain creates files in. What the agent creates there is
-//     owned by the user (the client's credentials). A client that talks to
-//     the MDS directly is not bound by this: that gap is the MDS's to
-//     close (docs/agent.md).
+//   - Toward the global namespace every call of the stage-in and drain
+//     client carries the agent's node credential acting for the user
+//     (identity.ActingFor), so the MDS checks each lookup, readdir, open,
+//     create and rename as it would the user's own (docs/security.md);
+//     the agent checks nothing itself, so no race between a check and
+//     the use and no rule of its own can let a job read or replace what
+//     its user may not. What it creates there is the user's.
 
-// identity is the job's user as permission checks see it.
+// identity is the job's user as the node's kernel sees it (asUser).
 type identity struct {
 	uid, gid uint32
 	groups   []uint32 // supplementary groups, the primary one included
@@ -61,94 +50,6 @@ func lookupIdentity(uid, gid uint32) identity {
 		}
 	}
 	return id
-}
-
-// Permission bits asked of an inode.
-const (
-	permRead  = 4
-	permWrite = 2
-	permExec  = 1
-)
-
-// may reports whether id may access an inode with attributes a as want
-// (permRead|permWrite|permExec) asks, by the POSIX rules: owner, else
-// group, else other bits; root may do anything but execute a file no one
-// may execute.
-func (id identity) may(a *rpc.Attr, want uint32) bool {
-	if id.uid == 0 {
-		return want&permExec == 0 || a.IsDir() || a.Mode&0o111 != 0
-	}
-	bits := a.Mode & 7
-	switch {
-	case a.Uid == id.uid:
-		bits = a.Mode >> 6 & 7
-	case slices.Contains(id.groups, a.Gid):
-		bits = a.Mode >> 3 & 7
-	}
-	return bits&want == want
-}
-
-// errPerm is the user-facing refusal of a global path: a *fs.PathError,
-// so that a message can name the path refused (stageErr).
-func errPerm(p string) error {
-	return &fs.PathError{Op: "access", Path: p, Err: syscall.EACCES}
-}
-
-// checkGlobal walks the global path p (absolute, clean) as id: every
-// directory on the way must be searchable; p itself must allow want. It
-// returns p's attributes.
-func checkGlobal(ctx context.Context, c *client.Client, id identity, p string, want uint32) (*rpc.Attr, error) {
-	a, err := c.Getattr(ctx, rpc.RootIno)
-	if err != nil {
-		return nil, err
-	}
-	cur := "/"
-	for _, name := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
-		if name == "" {
-			continue
-		}
-		if !a.IsDir() {
-			return nil, fmt.Errorf("%s: %w", cur, syscall.ENOTDIR)
-		}
-		if !id.may(a, permExec) {
-			return nil, errPerm(cur)
-		}
-		cur = path.Join(cur, name)
-		if a, err = c.Stat(ctx, cur); err != nil {
-			return nil, err
-		}
-	}
-	if !id.may(a, want) {
-		return nil, errPerm(p)
-	}
-	return a, nil
-}
-
-// mkdirGlobal makes the global directory p and its missing parents as id
-// (c creates as the user), checking write and search permission on each
-// parent it creates in.
-func mkdirGlobal(ctx context.Context, c *client.Client, id identity, p string) error {
-	a, err := c.Stat(ctx, p)
-	if err == nil {
-		if !a.IsDir() {
-			return fmt.Errorf("%s: %w", p, syscall.ENOTDIR)
-		}
-		return nil
-	}
-	if !errors.Is(err, syscall.ENOENT) || p == "/" {
-		return err
-	}
-	parent := path.Dir(p)
-	if err := mkdirGlobal(ctx, c, id, parent); err != nil {
-		return err
-	}
-	if _, err := checkGlobal(ctx, c, id, parent, permWrite|permExec); err != nil {
-		return err
-	}
-	if err := c.Mkdir(ctx, p, 0o755); err != nil && !errors.Is(err, syscall.EEXIST) {
-		return err
-	}
-	return nil
 }
 
 // asUser runs fn on an OS thread whose file system identity is id's, and

@@ -443,10 +443,7 @@ func destErr(dest jobtier.Location, err error) error {
 // toGlobal drains f into the global namespace as the job's user.
 func (d *drainer) toGlobal(ctx context.Context, f *client.File, j drainJob, mode uint32) (uint32, error) {
 	dir := path.Dir(j.dest.Path)
-	if err := mkdirGlobal(ctx, d.gc, d.id, dir); err != nil {
-		return 0, destErr(j.dest, err)
-	}
-	if _, err := checkGlobal(ctx, d.gc, d.id, dir, permWrite|permExec); err != nil {
+	if err := d.gc.MkdirAll(ctx, dir, 0o755); err != nil {
 		return 0, destErr(j.dest, err)
 	}
 	if a, err := d.gc.Stat(ctx, j.dest.Path); err == nil && a.IsDir() {
@@ -465,7 +462,11 @@ func (d *drainer) toGlobal(ctx context.Context, f *client.File, j drainJob, mode
 		err = d.verifyGlobal(ctx, tmp, int64(j.size), crc)
 	}
 	if err == nil {
-		err = d.gc.Rename(ctx, tmp, j.dest.Path)
+		// The MDS decides as for the user's own rename: in a sticky
+		// directory another user's file is not replaced.
+		if err = d.gc.Rename(ctx, tmp, j.dest.Path); err != nil {
+			err = destErr(j.dest, err)
+		}
 	}
 	if err != nil {
 		_ = d.gc.Remove(context.WithoutCancel(ctx), tmp)

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/jobtier"
 )
 
@@ -88,30 +87,6 @@ func TestPlanStageIn(t *testing.T) {
 	}
 	if !reflect.DeepEqual(key(shares), key(shares2)) {
 		t.Error("the plan depends on the order of the listing: nodes would disagree")
-	}
-}
-
-func TestIdentityMay(t *testing.T) {
-	u := identity{uid: 1000, gid: 100, groups: []uint32{100, 200}}
-	for _, tc := range []struct {
-		a    rpc.Attr
-		want uint32
-		ok   bool
-	}{
-		{rpc.Attr{Mode: rpc.TypeFile | 0o600, Uid: 1000}, permRead | permWrite, true},
-		{rpc.Attr{Mode: rpc.TypeFile | 0o060, Uid: 1000, Gid: 100}, permRead, false}, // owner bits decide
-		{rpc.Attr{Mode: rpc.TypeFile | 0o040, Uid: 1, Gid: 200}, permRead, true},
-		{rpc.Attr{Mode: rpc.TypeFile | 0o004, Uid: 1, Gid: 300}, permRead, true},
-		{rpc.Attr{Mode: rpc.TypeDir | 0o755, Uid: 0, Gid: 0}, permWrite | permExec, false},
-		{rpc.Attr{Mode: rpc.TypeDir | 0o777, Uid: 0, Gid: 0}, permWrite | permExec, true},
-	} {
-		if got := u.may(&tc.a, tc.want); got != tc.ok {
-			t.Errorf("may(mode %o uid %d gid %d, %o) = %v", tc.a.Mode, tc.a.Uid, tc.a.Gid, tc.want, got)
-		}
-	}
-	root := identity{}
-	if !root.may(&rpc.Attr{Mode: rpc.TypeDir}, permWrite|permExec) || root.may(&rpc.Attr{Mode: rpc.TypeFile | 0o644}, permExec) {
-		t.Error("root: may anything but execute a file no one may execute")
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/rpc"
+	cred "github.com/strata-hpc/strata/internal/identity"
 	"github.com/strata-hpc/strata/jobtier"
 	"github.com/strata-hpc/strata/qos"
 )
@@ -142,10 +143,12 @@ func (t *tier) addStaged(p stagePiece, start time.Time) {
 	t.rep.statsLater(st)
 }
 
-// globalClient returns a client of the global namespace that creates as
-// the job's user.
+// globalClient returns a client of the global namespace whose every call
+// acts for the job's user: the MDS checks its permissions, and what it
+// creates is the user's.
 func (t *tier) globalClient(mds string) (*client.Client, error) {
-	return client.New(client.Config{MDS: mds, Timeout: 30 * time.Second, Cred: rpc.Cred{Uid: t.st.UID, Gid: t.st.GID}, Auth: t.globalCreds})
+	user := cred.ActingFor(t.globalCreds, cred.Actor{Uid: t.st.UID, Gid: t.st.GID})
+	return client.New(client.Config{MDS: mds, Timeout: 30 * time.Second, Cred: rpc.Cred{Uid: t.st.UID, Gid: t.st.GID}, Auth: user})
 }
 
 // stageErr is the user-facing error of a failed stage-in of a source. It
@@ -170,7 +173,7 @@ func listStageIn(ctx context.Context, ins []jobtier.StageIn, gc *client.Client, 
 		var files []srcFile
 		var err error
 		if in.Src.Strata {
-			files, err = listGlobal(ctx, gc, id, in)
+			files, err = listGlobal(ctx, gc, in)
 		} else {
 			files, err = listLocal(id, in)
 		}
@@ -187,16 +190,20 @@ func tierDst(in jobtier.StageIn, rel string) string {
 	return path.Clean(path.Join(in.Dst, rel))
 }
 
-// listGlobal lists a source in the global namespace, checking as the
-// kernel would that id may read every file and list every directory.
-func listGlobal(ctx context.Context, gc *client.Client, id identity, in jobtier.StageIn) ([]srcFile, error) {
-	a, err := checkGlobal(ctx, gc, id, in.Src.Path, permRead)
+// listGlobal lists a source in the global namespace as the job's user
+// (gc acts for it: the MDS checks search and read permission), opening
+// each file once to refuse an unreadable one early.
+func listGlobal(ctx context.Context, gc *client.Client, in jobtier.StageIn) ([]srcFile, error) {
+	a, err := gc.Stat(ctx, in.Src.Path)
 	if err != nil {
 		return nil, err
 	}
 	if !a.IsDir() {
 		if !a.IsFile() {
 			return nil, errors.New("not a regular file or directory")
+		}
+		if err := mayRead(ctx, gc, in.Src.Path); err != nil {
+			return nil, err
 		}
 		dst := in.Dst
 		if dst == "." {
@@ -207,9 +214,6 @@ func listGlobal(ctx context.Context, gc *client.Client, id identity, in jobtier.
 	var out []srcFile
 	var walk func(dir string, rel string, a *rpc.Attr) error
 	walk = func(dir, rel string, a *rpc.Attr) error {
-		if !id.may(a, permRead|permExec) {
-			return errPerm(dir)
-		}
 		out = append(out, srcFile{loc: jobtier.Location{Strata: true, Path: dir}, dst: tierDst(in, rel), mode: a.Mode&0o777 | 0o700, dir: true})
 		ents, err := gc.ReadDir(ctx, dir)
 		if err != nil {
@@ -224,8 +228,8 @@ func listGlobal(ctx context.Context, gc *client.Client, id identity, in jobtier.
 					return err
 				}
 			case e.Attr.IsFile():
-				if !id.may(&e.Attr, permRead) {
-					return errPerm(p)
+				if err := mayRead(ctx, gc, p); err != nil {
+					return err
 				}
 				out = append(out, srcFile{loc: jobtier.Location{Strata: true, Path: p}, dst: tierDst(in, r), size: int64(e.Attr.Size), mode: e.Attr.Mode & 0o777})
 			}
@@ -233,6 +237,16 @@ func listGlobal(ctx context.Context, gc *client.Client, id identity, in jobtier.
 		return nil
 	}
 	return out, walk(in.Src.Path, ".", a)
+}
+
+// mayRead opens the global file p for reading and closes it: the MDS
+// refuses the open if gc's user may not read p.
+func mayRead(ctx context.Context, gc *client.Client, p string) error {
+	f, err := gc.Open(ctx, p)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // listLocal lists a source on this node's file system as id (the kernel

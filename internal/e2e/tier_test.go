@@ -59,6 +59,7 @@ func TestTier(t *testing.T) {
 	t.Run("SrunSalloc", func(t *testing.T) { testSrunSalloc(t, e) })
 	t.Run("SharedFirstNode", func(t *testing.T) { testSharedFirstNode(t, e) })
 	t.Run("Private", func(t *testing.T) { testPrivate(t, e) })
+	t.Run("ActsAsUser", func(t *testing.T) { testActsAsUser(t, e) })
 }
 
 // (0) a malformed --storage-tier makes sbatch fail with the grammar's

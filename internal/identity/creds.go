@@ -81,3 +81,24 @@ type Credentials interface {
 }
 
 var _ Credentials = (*NodeCredentials)(nil)
+
+// ActingFor returns credentials whose every call acts for a, whatever the
+// call's context says: a node daemon's client that serves one user only
+// (the agent's stage-in and drains for a job's user), so that the MDS
+// checks each call as that user's. Credentials that cannot act for
+// another user (a session) are returned unchanged.
+func ActingFor(c Credentials, a Actor) Credentials {
+	if n, ok := c.(*NodeCredentials); ok {
+		return actingFor{n: n, a: a}
+	}
+	return c
+}
+
+type actingFor struct {
+	n *NodeCredentials
+	a Actor
+}
+
+func (f actingFor) Header(ctx context.Context) (string, error) {
+	return f.n.Header(WithActor(ctx, f.a))
+}
