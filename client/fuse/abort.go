@@ -68,13 +68,18 @@ func (s *Server) Abort() error {
 			return nil
 		default:
 		}
-		return fmt.Errorf("abort the FUSE connection of %s: %w", s.dir, err)
+		// Ended by the kernel already, still serving what was in flight.
+		if ended, _ := connEnded(s.conn); !ended {
+			return fmt.Errorf("abort the FUSE connection of %s: %w", s.dir, err)
+		}
 	}
+	s.letGo.ended()
+	wait := abortWait + s.letGo.timeout
 	select {
 	case <-s.done:
 		return nil
-	case <-time.After(abortWait):
-		return fmt.Errorf("abort the FUSE connection of %s: still serving %v after the abort", s.dir, abortWait)
+	case <-time.After(wait):
+		return fmt.Errorf("abort the FUSE connection of %s: still serving %v after the abort", s.dir, wait)
 	}
 }
 
@@ -93,6 +98,12 @@ func (s *Server) watch(grace time.Duration) {
 		case <-s.done:
 			return
 		case <-tick.C:
+		}
+		if ended, _ := connEnded(s.conn); ended {
+			// Unmounted (the last copy of the mount is gone) while
+			// requests are still in flight: give them UnmountTimeout.
+			s.letGo.ended()
+			return
 		}
 		if s.detached.Load() {
 			gone = time.Time{}

@@ -39,6 +39,7 @@ type Server struct {
 	conn     uint32      // the kernel connection (fusectl) number, 0 if unknown
 	dev      string      // the mount's "major:minor" in mountinfo
 	detached atomic.Bool // detached by a lazy Unmount: served until its holders let go
+	letGo    *letGo      // bounds what is in flight once the connection ended
 	wg       sync.WaitGroup
 }
 
@@ -92,7 +93,8 @@ func Mount(ctx context.Context, c *client.Client, mountpoint string, opts Option
 		cancel()
 		return nil, fmt.Errorf("fuse: mount %s: %w", dir, err)
 	}
-	s := &Server{dir: dir, server: server, fsys: fsys, log: log, cancel: cancel, done: make(chan struct{})}
+	s := &Server{dir: dir, server: server, fsys: fsys, log: log, cancel: cancel, done: make(chan struct{}),
+		letGo: &letGo{timeout: opts.UnmountTimeout, cancel: cancel}}
 	go s.serve()
 	if err := server.WaitMount(); err != nil {
 		_ = unmount(dir, true)
@@ -135,13 +137,20 @@ func mountOptions(opts Options, log *slog.Logger) gofuse.MountOptions {
 }
 
 // serve runs until the kernel connection ends, then writes back what is
-// still open.
+// still open, giving up after UnmountTimeout (letgo.go).
 func (s *Server) serve() {
 	defer close(s.done)
 	s.server.Serve()
+	s.letGo.ended()
 	s.detached.Store(false)
 	s.fsys.shutdown()
+	gaveUp := s.letGo.stop()
 	s.cancel()
+	if gaveUp {
+		s.log.Warn("unmounted, but the MDS did not answer (no leader?): gave up on the requests in flight and the write back of files left open; what they had not committed is lost",
+			"unmount_timeout", s.letGo.timeout)
+		return
+	}
 	s.log.Info("unmounted")
 }
 
@@ -169,6 +178,9 @@ func (s *Server) Unmount(ctx context.Context, lazy bool) error {
 	for {
 		err := unmount(s.dir, false)
 		if err == nil || errors.Is(err, ErrNotMounted) {
+			if ended, _ := connEnded(s.conn); ended {
+				s.letGo.ended()
+			}
 			return s.waitDone(ctx)
 		}
 		if !errors.Is(err, ErrBusy) {

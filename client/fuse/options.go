@@ -47,6 +47,13 @@ type Options struct {
 	// ProbeTimeout bounds the check that the MDS answers, before mounting.
 	// Default 5s.
 	ProbeTimeout time.Duration
+	// UnmountTimeout is how long, once the kernel connection has ended
+	// (an unmount, an abort), the mount keeps trying to reach the MDS for
+	// what is still in flight: requests the kernel stopped waiting for and
+	// the write back of files left open. Then it gives up, says so in its
+	// log and ends, so that an unmount never hangs on an MDS without a
+	// leader. Default 5s.
+	UnmountTimeout time.Duration
 	// Log receives the mount's log; nil discards it.
 	Log *slog.Logger
 }
@@ -55,16 +62,17 @@ type Options struct {
 // 1 MiB requests and readahead, allow_other, source and type "strata".
 func DefaultOptions() Options {
 	return Options{
-		AttrTimeout:   time.Second,
-		EntryTimeout:  time.Second,
-		MaxWrite:      1 << 20,
-		MaxReadahead:  1 << 20,
-		MaxBackground: 32,
-		WriteBehind:   64 << 20,
-		AllowOther:    true,
-		FsName:        "strata",
-		Name:          "strata",
-		ProbeTimeout:  5 * time.Second,
+		AttrTimeout:    time.Second,
+		EntryTimeout:   time.Second,
+		MaxWrite:       1 << 20,
+		MaxReadahead:   1 << 20,
+		MaxBackground:  32,
+		WriteBehind:    64 << 20,
+		AllowOther:     true,
+		FsName:         "strata",
+		Name:           "strata",
+		ProbeTimeout:   5 * time.Second,
+		UnmountTimeout: 5 * time.Second,
 	}
 }
 
@@ -92,6 +100,9 @@ func (o Options) withDefaults() Options {
 	if o.ProbeTimeout == 0 {
 		o.ProbeTimeout = def.ProbeTimeout
 	}
+	if o.UnmountTimeout == 0 {
+		o.UnmountTimeout = def.UnmountTimeout
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -109,6 +120,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("fuse: max readahead %d out of range", o.MaxReadahead)
 	case o.MaxBackground < 1 || o.MaxBackground > 1<<15:
 		return fmt.Errorf("fuse: max background %d out of range", o.MaxBackground)
+	case o.UnmountTimeout < 0:
+		return fmt.Errorf("fuse: negative unmount timeout %v", o.UnmountTimeout)
 	case o.WriteBehind < 1<<20:
 		return fmt.Errorf("fuse: write behind %d is less than 1 MiB", o.WriteBehind)
 	}
