@@ -131,17 +131,8 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 	defer fasthttp.ReleaseRequest(hreq)
 	defer fasthttp.ReleaseResponse(hresp)
 
-	bp, _ := c.bufs.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
-	}
-	body := appendFrame((*bp)[:0], req)
-	for _, d := range data {
-		body = append(body, d...)
-	}
 	hreq.Header.SetMethod(fasthttp.MethodPost)
 	hreq.SetRequestURI("http://" + addr + "/rpc/" + method)
-	hreq.SetBodyRaw(body)
 	if cr, ok := CredFrom(ctx); ok {
 		hreq.Header.Set(credHeader, formatCred(cr))
 	}
@@ -155,9 +146,7 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 		stream += len(o)
 	}
 	hresp.StreamBody = stream >= streamMin
-	err = c.host(addr).DoDeadline(hreq, hresp, deadline)
-	*bp = body[:0]
-	c.bufs.Put(bp)
+	err = c.do(addr, hreq, hresp, req, data, deadline)
 	if err != nil {
 		if errors.Is(err, fasthttp.ErrTimeout) && ctx.Err() != nil {
 			return 0, ctx.Err()
@@ -182,6 +171,51 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 		}
 	}
 	return n, err
+}
+
+// do sends hreq with the frame of req and data as its body and waits for
+// the reply. Small bodies are assembled in one pooled buffer. Large data
+// goes out from the caller's pieces as they are (vecBody): no copy of the
+// bytes on the way to the connection. fasthttp retries no streamed body,
+// so do repeats such a call itself where fasthttp would have (retryStale:
+// a dead keep-alive connection); data calls are idempotent.
+func (c *Client) do(addr string, hreq *fasthttp.Request, hresp *fasthttp.Response, req any, data [][]byte, deadline time.Time) error {
+	n := 0
+	for _, d := range data {
+		n += len(d)
+	}
+	hc := c.host(addr)
+	if n < streamMin {
+		bp, _ := c.bufs.Get().(*[]byte)
+		if bp == nil {
+			bp = new([]byte)
+		}
+		body := appendFrame((*bp)[:0], req)
+		for _, d := range data {
+			body = append(body, d...)
+		}
+		hreq.SetBodyRaw(body)
+		err := hc.DoDeadline(hreq, hresp, deadline)
+		*bp = body[:0]
+		c.bufs.Put(bp)
+		return err
+	}
+	vb := getVecBody()
+	defer vb.put()
+	vb.frame = appendFrame(vb.frame[:0], req)
+	vb.pieces = append(append(vb.pieces, vb.frame), data...)
+	size := vb.size()
+	for attempt := 1; ; attempt++ {
+		vb.rewind()
+		hreq.SetBodyStream(vb, size)
+		err := hc.DoDeadline(hreq, hresp, deadline)
+		if err == nil || attempt >= hc.MaxIdemponentCallAttempts || time.Now().After(deadline) {
+			return err
+		}
+		if _, retry := retryStale(hreq, attempt, err); !retry {
+			return err
+		}
+	}
 }
 
 // decodeReply decodes a reply held whole: a 2xx status's frame into resp,

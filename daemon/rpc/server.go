@@ -27,26 +27,46 @@ const MaxData = 64 << 20
 // Data is where a data handler puts the bytes of its reply. The buffer is
 // owned by the transport and valid only during the handler.
 type Data struct {
-	buf []byte
+	buf []byte  // a small reply's bytes, reused by the next call
+	big *[]byte // a large reply's, from the pool (bufpool.go)
 	n   int
 	hdr []byte // a streamed request's header (scratch)
 }
 
-// reserve is room kept in front of reply data for the frame header, so the
-// data need not move. A header that does not fit is handled by a copy.
-const reserve = 64
-
-// Buffer returns a slice of length n for the handler to fill.
+// Buffer returns a slice of length n for the handler to fill. A large one
+// comes from the transport's pool and is written to the connection from
+// where it is (reply), then pooled again.
 func (d *Data) Buffer(n int) []byte {
-	if cap(d.buf) < reserve+n {
-		// Headroom: serve hands the buffer to the response from the start
-		// of the frame header, so every reply takes up to reserve bytes off
-		// the front of the capacity; without slack the next Buffer of the
-		// same size would allocate again.
-		d.buf = make([]byte, reserve+n, reserve+n+n/16+reserve)
+	if n >= streamMin {
+		if d.big != nil {
+			putBuf(d.big)
+		}
+		d.big = getBuf(n)
+		return *d.big
 	}
-	d.buf = d.buf[:reserve+n]
-	return d.buf[reserve:]
+	if cap(d.buf) < n {
+		d.buf = make([]byte, n)
+	}
+	d.buf = d.buf[:n]
+	return d.buf
+}
+
+// data returns the committed reply bytes.
+func (d *Data) data() []byte {
+	if d.big != nil {
+		return (*d.big)[:d.n]
+	}
+	return d.buf[:d.n]
+}
+
+// reset drops what a call left in d, before d is pooled; a large buffer
+// not handed to a reply goes back to its pool.
+func (d *Data) reset() {
+	d.n = 0
+	if d.big != nil {
+		putBuf(d.big)
+		d.big = nil
+	}
 }
 
 // Commit records that the first n bytes of the Buffer are the reply.
@@ -293,7 +313,7 @@ func (s *Server) serve(rc *fasthttp.RequestCtx) {
 	if d == nil {
 		d = &Data{}
 	}
-	defer func() { d.n = 0; s.pool.Put(d) }()
+	defer func() { d.reset(); s.pool.Put(d) }()
 
 	var req any
 	var in []byte
@@ -393,26 +413,23 @@ func (s *Server) readStreamed(ctx context.Context, rc *fasthttp.RequestCtx, meth
 	return req, *p, release, nil
 }
 
-// reply writes resp and the data the handler committed to d.
+// reply writes resp and the data the handler committed to d. A large
+// reply's data is not copied into a body: the frame header and the data
+// go to the connection as a vecBody, and its buffer returns to the pool
+// once fasthttp has written (or dropped) the reply.
 func (s *Server) reply(rc *fasthttp.RequestCtx, resp any, d *Data) {
-	body := rc.Response.SwapBody(nil)[:0]
-	if d.n == 0 {
-		body = appendFrame(body, resp)
-	} else {
-		hdr := appendFrame(make([]byte, 0, reserve), resp)
-		if len(hdr) <= reserve {
-			// Put the header right in front of the data in d's buffer and
-			// hand that buffer to the response, taking its old body in turn.
-			start := reserve - len(hdr)
-			copy(d.buf[start:], hdr)
-			out := d.buf[start : reserve+d.n]
-			d.buf = body
-			rc.Response.SwapBody(out)
-			return
-		}
-		body = append(append(body, hdr...), d.buf[reserve:reserve+d.n]...)
+	if d.big != nil && d.n > 0 {
+		vb := getVecBody()
+		vb.frame = appendFrame(vb.frame[:0], resp)
+		big := d.big
+		d.big = nil
+		vb.pieces = append(vb.pieces, vb.frame, (*big)[:d.n])
+		vb.done = func() { putBuf(big); vb.put() }
+		rc.Response.SetBodyStream(vb, vb.size())
+		return
 	}
-	rc.Response.SwapBody(body)
+	body := appendFrame(rc.Response.SwapBody(nil)[:0], resp)
+	rc.Response.SwapBody(append(body, d.data()...))
 }
 
 // peerAddr returns the IP address a request came from.
