@@ -36,3 +36,12 @@ func (c *Client) QoSStatus(ctx context.Context) (*rpc.QoSStatusResp, error) {
 	}
 	return &r, nil
 }
+
+// ReportDrain reports one node's drain backlog of a job tier to the
+// bandwidth ledger. Only node daemons (the agent) and admins may.
+func (c *Client) ReportDrain(ctx context.Context, req *rpc.QoSDrainReq) error {
+	if err := c.mds(ctx, rpc.MQoSDrain, req, &rpc.Empty{}); err != nil {
+		return fmt.Errorf("qos drain report of job %d: %w", req.Job, err)
+	}
+	return nil
+}

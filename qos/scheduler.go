@@ -46,6 +46,8 @@ type Scheduler struct {
 	vclock   float64 // virtual time of the last class served
 	inflight int
 	queued   int
+	granted  int64 // requests granted, ever
+	waited   int64 // nanoseconds they waited in the queue, summed
 	timer    *time.Timer
 	wakeAt   time.Time
 	closed   bool
@@ -121,7 +123,7 @@ func (s *Scheduler) Acquire(ctx context.Context, tag Tag, n int64) (func(), erro
 		s.mu.Unlock()
 		return nil, ErrBusy
 	}
-	w := &waiter{n: n, ready: make(chan struct{})}
+	w := &waiter{n: n, ready: make(chan struct{}), at: s.cfg.Clock()}
 	s.enqueue(tag, w)
 	s.dispatch()
 	s.mu.Unlock()
@@ -187,6 +189,8 @@ func (s *Scheduler) enqueue(tag Tag, w *waiter) {
 		}
 	}
 	j.waiters = append(j.waiters, w)
+	c.requested += w.n
+	j.requested += w.n
 	c.backlog++
 	s.queued++
 }
@@ -228,6 +232,8 @@ func (s *Scheduler) dispatch() {
 		j.limit.take(w.n)
 		c.served += w.n
 		j.served += w.n
+		s.granted++
+		s.waited += int64(now.Sub(w.at))
 		s.inflight++
 		w.granted = true
 		close(w.ready)
@@ -300,7 +306,9 @@ type classQueue struct {
 	resv    pacer
 	backlog int // requests queued
 	served  int64
-	jobs    map[string]*jobQueue
+	// requested is the bytes asked for (served, waiting or given up).
+	requested int64
+	jobs      map[string]*jobQueue
 }
 
 // pick returns the job of c to serve next or how long until one may go.
@@ -324,15 +332,17 @@ func (c *classQueue) pick(now time.Time) (*jobQueue, time.Duration) {
 
 // jobQueue is one job's waiting requests within a class.
 type jobQueue struct {
-	weight  float64
-	vt      float64
-	limit   pacer
-	waiters []*waiter
-	served  int64
+	weight    float64
+	vt        float64
+	limit     pacer
+	waiters   []*waiter
+	served    int64
+	requested int64
 }
 
 type waiter struct {
 	n         int64
+	at        time.Time // when it was queued
 	ready     chan struct{}
 	granted   bool
 	cancelled bool

@@ -9,6 +9,9 @@ type ClassStats struct {
 	Class  string `json:"class"`
 	Served int64  `json:"served_bytes"`
 	Queued int    `json:"queued"`
+	// Requested is the bytes asked for: served, waiting, or given up
+	// waiting (the class's demand).
+	Requested int64 `json:"requested_bytes"`
 }
 
 // JobStats is what a scheduler served of one job in one class.
@@ -17,6 +20,8 @@ type JobStats struct {
 	Class  string `json:"class"`
 	Served int64  `json:"served_bytes"`
 	Queued int    `json:"queued"`
+	// Requested is the bytes asked for (the job's demand in the class).
+	Requested int64 `json:"requested_bytes"`
 }
 
 // Stats is a snapshot of a scheduler's counters. Served bytes only grow
@@ -27,6 +32,10 @@ type Stats struct {
 	Queued        int          `json:"queued"`
 	Classes       []ClassStats `json:"classes"`
 	Jobs          []JobStats   `json:"jobs"`
+	// Granted counts the requests let through; WaitNanos is the time
+	// they waited in the queue, summed (their mean wait is the ratio).
+	Granted   int64 `json:"granted"`
+	WaitNanos int64 `json:"wait_nanos"`
 }
 
 // Stats returns the scheduler's counters, classes in class order and jobs
@@ -34,14 +43,14 @@ type Stats struct {
 func (s *Scheduler) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{PolicyVersion: s.policy.Version, Inflight: s.inflight, Queued: s.queued}
+	st := Stats{PolicyVersion: s.policy.Version, Inflight: s.inflight, Queued: s.queued, Granted: s.granted, WaitNanos: s.waited}
 	for i, c := range s.classes {
 		name := Class(i).String()
-		st.Classes = append(st.Classes, ClassStats{Class: name, Served: c.served, Queued: c.backlog})
+		st.Classes = append(st.Classes, ClassStats{Class: name, Served: c.served, Queued: c.backlog, Requested: c.requested})
 		ids := sortedKeys(c.jobs)
 		for _, id := range ids {
 			j := c.jobs[id]
-			st.Jobs = append(st.Jobs, JobStats{Job: id, Class: name, Served: j.served, Queued: len(j.waiters)})
+			st.Jobs = append(st.Jobs, JobStats{Job: id, Class: name, Served: j.served, Queued: len(j.waiters), Requested: j.requested})
 		}
 	}
 	return st

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"syscall"
-	"text/tabwriter"
 
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/rpc"
@@ -16,7 +15,10 @@ import (
 
 func runQoS(ctx context.Context, a *app, args []string) error {
 	f := newFlags("qos", "status | policy show | policy set FILE", `
-Bandwidth sharing at the data servers (docs/qos.md). "status" shows what
+Bandwidth sharing at the data servers (docs/qos.md). "status" shows the
+bandwidth ledger: each data server's capacity and what its disk, network
+and queue did lately, the demand and use of each class and job, and each
+job tier's drain backlog with when it should be drained, then the bytes
 each data server's scheduler served, per class and job. "policy show"
 prints the cluster's QoS policy (JSON); "policy set FILE" (root only)
 replaces it with FILE ("-": standard input): class weights, reservations
@@ -77,27 +79,4 @@ func readPolicyFile(a *app, name string) ([]byte, error) {
 		r = fh
 	}
 	return io.ReadAll(io.LimitReader(r, qos.MaxPolicySize+1))
-}
-
-func qosStatus(ctx context.Context, w io.Writer, c *client.Client) error {
-	st, err := c.QoSStatus(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "policy version %d\n", st.Version)
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tPOLICY\tINFLIGHT\tQUEUED\tCLASS\tJOB\tSERVED")
-	for _, s := range st.Servers {
-		if len(s.Served) == 0 {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t-\t-\t0\n", s.ID, s.Version, s.Inflight, s.Queued)
-		}
-		for _, j := range s.Served {
-			job := j.Job
-			if job == "" {
-				job = "-"
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Version, s.Inflight, s.Queued, qos.Class(j.Class), job, humanSize(j.Bytes))
-		}
-	}
-	return tw.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"syscall"
+	"time"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/qos"
@@ -96,13 +97,54 @@ type qosBody struct {
 	Classes       map[string]uint64 `json:"classes"` // served bytes, summed over the servers
 	Jobs          map[string]uint64 `json:"jobs"`    // served bytes, summed over servers and classes
 	Served        []qosServed       `json:"served"`
+	// The bandwidth ledger (docs/qos.md): the capacity of the data
+	// servers that are up, demand and use per class and job, drains.
+	Capacity uint64         `json:"capacity_bytes_per_second"`
+	Traffic  []qosTraffic   `json:"traffic"`
+	Drains   []qosDrainBody `json:"drains"`
+}
+
+// qosMeasure is what a data server measured over its last heartbeat
+// interval, in bytes per second.
+type qosMeasure struct {
+	Capacity    uint64  `json:"capacity_bytes_per_second"`
+	Configured  bool    `json:"capacity_configured"`
+	Device      string  `json:"device"`
+	DiskRead    uint64  `json:"disk_read_bytes_per_second"`
+	DiskWrite   uint64  `json:"disk_write_bytes_per_second"`
+	NetRx       uint64  `json:"net_rx_bytes_per_second"`
+	NetTx       uint64  `json:"net_tx_bytes_per_second"`
+	Served      uint64  `json:"served_bytes_per_second"`
+	QueueWaitMs float64 `json:"queue_wait_ms"`
+}
+
+// qosTraffic is one job's demand and use in one class, summed over the
+// data servers, in bytes per second.
+type qosTraffic struct {
+	Class  string `json:"class"`
+	Job    string `json:"job"`
+	Demand uint64 `json:"demand_bytes_per_second"`
+	Use    uint64 `json:"use_bytes_per_second"`
+}
+
+// qosDrainBody is one job tier's drain.
+type qosDrainBody struct {
+	Job     uint32     `json:"job"`
+	Backlog uint64     `json:"backlog_bytes"`
+	Files   uint64     `json:"backlog_files"`
+	Drained uint64     `json:"drained_bytes"`
+	Rate    uint64     `json:"rate_bytes_per_second"`
+	ETA     *time.Time `json:"predicted_done,omitempty"`
+	Done    bool       `json:"done"`
+	Updated time.Time  `json:"updated"`
 }
 
 type qosServerBody struct {
-	ID            string `json:"id"`
-	PolicyVersion uint64 `json:"policy_version"`
-	Inflight      uint32 `json:"inflight"`
-	Queued        uint32 `json:"queued"`
+	ID            string      `json:"id"`
+	PolicyVersion uint64      `json:"policy_version"`
+	Inflight      uint32      `json:"inflight"`
+	Queued        uint32      `json:"queued"`
+	Measure       *qosMeasure `json:"measure,omitempty"`
 }
 
 // getQoS answers GET /v1/qos: what every data server's scheduler served.
@@ -114,9 +156,27 @@ func (s *Server) getQoS(ctx context.Context) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	b := qosBody{PolicyVersion: st.Version, Servers: []qosServerBody{}, Classes: map[string]uint64{}, Jobs: map[string]uint64{}, Served: []qosServed{}}
+	b := qosBody{PolicyVersion: st.Version, Servers: []qosServerBody{}, Classes: map[string]uint64{}, Jobs: map[string]uint64{}, Served: []qosServed{},
+		Capacity: st.Capacity, Traffic: []qosTraffic{}, Drains: []qosDrainBody{}}
+	measures := map[string]*qosMeasure{}
+	for _, d := range st.Measures {
+		m := d.Measure
+		measures[d.ID] = &qosMeasure{Capacity: m.Capacity, Configured: m.Configured, Device: m.Device, DiskRead: m.DiskRead, DiskWrite: m.DiskWrite,
+			NetRx: m.NetRx, NetTx: m.NetTx, Served: m.Served, QueueWaitMs: float64(m.QueueWaitUs) / 1000}
+	}
+	for _, u := range st.Use {
+		b.Traffic = append(b.Traffic, qosTraffic{Class: qos.Class(u.Class).String(), Job: u.Job, Demand: u.Demand, Use: u.Use})
+	}
+	for _, d := range st.Drains {
+		e := qosDrainBody{Job: d.Job, Backlog: d.Backlog, Files: d.Files, Drained: d.Drained, Rate: d.Rate, Done: d.Done, Updated: time.Unix(0, d.Updated).UTC()}
+		if d.ETA != 0 {
+			t := time.Unix(0, d.ETA).UTC()
+			e.ETA = &t
+		}
+		b.Drains = append(b.Drains, e)
+	}
 	for _, d := range st.Servers {
-		b.Servers = append(b.Servers, qosServerBody{ID: d.ID, PolicyVersion: d.Version, Inflight: d.Inflight, Queued: d.Queued})
+		b.Servers = append(b.Servers, qosServerBody{ID: d.ID, PolicyVersion: d.Version, Inflight: d.Inflight, Queued: d.Queued, Measure: measures[d.ID]})
 		for _, j := range d.Served {
 			c := qos.Class(j.Class).String()
 			b.Classes[c] += j.Bytes

@@ -111,6 +111,7 @@ func (s *Server) drainAfterJob(t *tier) {
 	}
 	t.smu.Unlock()
 	s.markEpilog(t, epilogDrained)
+	s.reportDrainEnded(t)
 	s.reportDrainOutcome(t, "drain after the job done")
 	s.reportLost(t)
 	if err := s.endTier(t, phaseAfterJob); err != nil {

@@ -67,6 +67,11 @@ type drainer struct {
 	inflight map[string]bool
 	dirty    bool // drain records changed since the last save
 	pending  sync.WaitGroup
+	// queuedBytes is the size of the files queued or being drained.
+	queuedBytes uint64
+
+	reports  *drainReporter // backlog reports (drainbacklog.go)
+	reported chan struct{}  // closed when the report goroutine stops
 
 	cancel     context.CancelFunc // stops the scanner and the workers
 	cancelScan context.CancelFunc // stops the scanner
@@ -142,6 +147,7 @@ func (s *Server) newDrainer(t *tier, id identity) *drainer {
 		defer close(d.scanned)
 		d.scanLoop(scanCtx)
 	}()
+	d.startBacklogReports(ctx)
 	return d
 }
 
@@ -255,6 +261,7 @@ func (d *drainer) consider(j drainJob, now time.Time, final bool) {
 	case d.jobs <- j:
 		delete(d.seen, j.rel)
 		d.inflight[j.rel] = true
+		d.queuedBytes += j.size
 		d.pending.Add(1)
 	default: // the queue is full: the next scan offers it again
 	}
@@ -273,6 +280,7 @@ func (d *drainer) work(ctx context.Context) {
 			d.drainFile(ctx, j)
 			d.mu.Lock()
 			delete(d.inflight, j.rel)
+			d.queuedBytes -= j.size
 			d.mu.Unlock()
 			d.pending.Done()
 		}
@@ -586,6 +594,7 @@ func (d *drainer) finish(ctx context.Context) ([]undrained, error) {
 	if lerr != nil {
 		return nil, fmt.Errorf("final drain: list the tier: %w", lerr)
 	}
+	d.reportFinal(left)
 	return left, nil
 }
 

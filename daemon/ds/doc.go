@@ -22,6 +22,11 @@
 // capability carries a background class (rebuild, scrub) are not counted
 // in the load the heartbeat reports.
 //
+// Every heartbeat carries what the server measured (telemetry.go): its
+// disk's and network's counters read with gopsutil v4 through the Meter
+// interface, its QoS scheduler's served bytes and queue wait, and its
+// capacity, for the MDS's bandwidth ledger.
+//
 // All disk access goes through the Disk interface so tests can inject
 // EIO, torn writes and latency.
 //

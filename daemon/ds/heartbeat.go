@@ -21,6 +21,7 @@ func (s *Server) heartbeatLoop(ctx context.Context, advertise string) {
 		addrs:    strings.Split(s.cfg.MDS, ","),
 		interval: s.cfg.HeartbeatInterval,
 		lastAt:   s.clock(),
+		tele:     telemetry{s: s},
 	}
 	for i := range hb.addrs {
 		hb.addrs[i] = strings.TrimSpace(hb.addrs[i])
@@ -48,6 +49,7 @@ type heartbeater struct {
 
 	lastAt   time.Time // when load was last measured
 	lastBusy int64     // s.busy then
+	tele     telemetry // disk, network and scheduler rates (telemetry.go)
 
 	failures  int       // consecutive failures
 	loggedAt  time.Time // last failure log
@@ -68,6 +70,7 @@ func (h *heartbeater) beat(ctx context.Context) {
 		Rack:     s.cfg.Rack,
 	}
 	s.qosReport(&req)
+	req.Measure = h.tele.measure(ctx)
 	// Try every MDS address once, starting with the last one that
 	// answered, so a failed-over leader is found within one beat.
 	var resp rpc.HeartbeatResp

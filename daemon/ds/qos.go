@@ -39,10 +39,11 @@ func (s *Server) qosReport(req *rpc.HeartbeatReq) {
 	req.QoSInflight, req.QoSQueued = uint32(st.Inflight), uint32(st.Queued)
 	for _, j := range st.Jobs {
 		c, err := qos.ParseClass(j.Class)
-		if err != nil || j.Served == 0 {
+		if err != nil || j.Requested == 0 {
 			continue
 		}
 		req.QoSServed = append(req.QoSServed, rpc.QoSServed{Job: j.Job, Class: uint8(c), Bytes: uint64(j.Served)})
+		req.QoSRequested = append(req.QoSRequested, rpc.QoSServed{Job: j.Job, Class: uint8(c), Bytes: uint64(j.Requested)})
 	}
 }
 

@@ -20,6 +20,7 @@ type Deps struct {
 	Log   *slog.Logger     // nil = discard
 	Clock func() time.Time // nil = time.Now; checks token expiry and measures load
 	Disk  Disk             // nil = OSDisk
+	Meter Meter            // nil = SystemMeter: disk and network counters for the bandwidth ledger
 }
 
 // Server is a data server. Its methods are safe for concurrent use.
@@ -29,6 +30,7 @@ type Server struct {
 	log    *slog.Logger
 	clock  func() time.Time
 	disk   Disk
+	meter  Meter
 	store  *store
 	rpc    *rpc.Server
 	hb     *rpc.Client
@@ -64,6 +66,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Disk == nil {
 		deps.Disk = OSDisk{}
 	}
+	if deps.Meter == nil {
+		deps.Meter = SystemMeter{}
+	}
 	log := deps.Log.With("component", "ds", "ds_id", cfg.ID)
 	st, err := openStore(cfg.Dir, deps.Disk, log, cfg.ID, cfg.BlockSize, cfg.Capacity)
 	if err != nil {
@@ -77,6 +82,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		log:    log,
 		clock:  deps.Clock,
 		disk:   deps.Disk,
+		meter:  deps.Meter,
 		store:  st,
 		ready:  make(chan struct{}),
 	}

@@ -46,6 +46,7 @@ var methodAccess = map[string]access{
 	rpc.MRebuildStatus: accessAdmin,
 	rpc.MGCScan:        accessAdmin,
 	rpc.MTierPut:       accessAgent,
+	rpc.MQoSDrain:      accessAgent,
 }
 
 // authState is the server's verifier and policy.

@@ -14,7 +14,9 @@
 // FSM under a read lock (handlers.go says per endpoint whether a stale read
 // on a follower is acceptable). Soft state — a data server's free space,
 // load and last heartbeat — lives only in the leader's memory
-// (registry.go). Data of removed files and replaced layouts is collected by
+// (registry.go), as does the bandwidth ledger (ledger.go: measured
+// capacity, demand and use per class and job, drain backlogs); the QoS
+// policy is in the FSM (qos.go). Data of removed files and replaced layouts is collected by
 // a leader goroutine (gc.go). Failure handling: a client's LAYOUTERROR
 // marks components stale (stale.go), a leader goroutine rebuilds stale
 // components and those of data servers that are down or draining

@@ -73,6 +73,7 @@ func (s *Server) register(m *rpc.Mux) {
 	handle(s, m, rpc.MQoSPolicyGet, s.qosPolicyGet)
 	handle(s, m, rpc.MQoSPolicySet, s.qosPolicySet)
 	handle(s, m, rpc.MQoSStatus, s.qosStatus)
+	handle(s, m, rpc.MQoSDrain, s.qosDrain)
 	handle(s, m, rpc.MProjectSet, s.projectSet)
 	s.registerRepair(m)
 }
@@ -524,6 +525,7 @@ func (s *Server) heartbeat(ctx context.Context, r *rpc.HeartbeatReq) (*rpc.Heart
 	if s.reg.beat(r) {
 		s.kickGC() // its orphans can be collected now
 	}
+	s.ledger.beat(s.clock(), r)
 	resp := &rpc.HeartbeatResp{IntervalMs: uint32(s.cfg.HeartbeatInterval.Milliseconds())}
 	s.qosBeat(r, resp)
 	return resp, nil

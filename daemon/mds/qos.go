@@ -85,20 +85,26 @@ func (s *Server) qosPolicySet(ctx context.Context, r *rpc.QoSPolicyReq) (*rpc.Qo
 	return s.SetQoSPolicy(ctx, r.Doc)
 }
 
-// QoSStatus returns the policy's version and what every data server's
-// scheduler served, as their last heartbeats to this MDS told (the
-// leader's view; a follower knows only the data servers that beat to it).
+// QoSStatus returns the policy's version, what every data server's
+// scheduler served, as their last heartbeats to this MDS told, and the
+// bandwidth ledger (ledger.go): the leader's view; a follower knows only
+// the data servers that beat to it and the drains reported to it.
 func (s *Server) QoSStatus(_ context.Context) (*rpc.QoSStatusResp, error) {
 	s.fsm.mu.RLock()
 	resp := &rpc.QoSStatusResp{Version: s.fsm.st.qos.Version}
 	s.fsm.mu.RUnlock()
+	now := s.clock()
+	up := map[string]bool{}
 	s.reg.mu.Lock()
-	defer s.reg.mu.Unlock()
 	for _, id := range slices.Sorted(maps.Keys(s.reg.ds)) {
-		if q := s.reg.ds[id].qos; q.ID != "" {
+		d := s.reg.ds[id]
+		if q := d.qos; q.ID != "" {
 			resp.Servers = append(resp.Servers, q)
 		}
+		up[id] = s.reg.isUp(d, now)
 	}
+	s.reg.mu.Unlock()
+	s.ledger.status(now, up, resp)
 	return resp, nil
 }
 
@@ -139,4 +145,5 @@ func (s *Server) writeQoSMetrics(w io.Writer, family func(name, typ, help string
 			fmt.Fprintf(w, "strata_qos_served_bytes_total{ds=%s,class=%s,job=%s} %d\n", label(d.ID), label(qos.Class(j.Class).String()), label(j.Job), j.Bytes)
 		}
 	}
+	writeLedgerMetrics(w, family, st, s.clock())
 }

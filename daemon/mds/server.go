@@ -37,6 +37,7 @@ type Server struct {
 	def       layout.Policy // the cluster default, complete
 	fsm       *fsm
 	reg       *registry
+	ledger    *ledger // the bandwidth ledger (ledger.go)
 	leases    *leases
 	met       *metrics
 	rmet      *repairMetrics
@@ -91,6 +92,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		def:    def,
 		fsm:    newFSM(),
 		reg:    newRegistry(cfg.HeartbeatTimeout, deps.Clock, rand.Uint64()),
+		ledger: newLedger(),
 		leases: newLeases(cfg.HeartbeatTimeout, deps.Clock),
 		met:    &metrics{},
 		rmet:   &repairMetrics{},

@@ -358,6 +358,11 @@ type HeartbeatReq struct {
 	QoSInflight uint32
 	QoSQueued   uint32
 	QoSServed   []QoSServed
+	// Appended later: what the scheduler was asked for (served or
+	// waiting) per job and class, and what the server measured of its
+	// disk and network (docs/qos.md, "The bandwidth ledger").
+	QoSRequested []QoSServed
+	Measure      *DSMeasure
 }
 
 // HeartbeatResp answers a heartbeat. QoSPolicy, appended later, is the

@@ -42,4 +42,10 @@ type QoSServer struct {
 type QoSStatusResp struct {
 	Version uint64
 	Servers []QoSServer
+	// Appended later: the bandwidth ledger (ledgermsg.go). Capacity is
+	// the sum of the servers' that are up.
+	Capacity uint64
+	Measures []QoSLedgerDS
+	Use      []QoSUse
+	Drains   []QoSDrain
 }
