@@ -35,7 +35,7 @@ type entry struct {
 
 	mu        sync.Mutex
 	size      uint64 // bytes written and visible
-	reserved  uint64 // >= size: bytes counted in store.used for this component
+	reserved  uint64 // bytes counted in store.used for this component: its data file's allocated blocks
 	dirSynced bool   // the directory entry of a new file is durable
 }
 
@@ -93,11 +93,7 @@ func (st *store) evict() {
 		delete(st.open, e.id)
 		// A write that failed half way may have grown the file without
 		// growing size: count what the file really holds.
-		if info, err := e.data.Stat(); err == nil {
-			e.mu.Lock()
-			st.used.Add(info.Size() - int64(e.reserved))
-			e.mu.Unlock()
-		}
+		st.settle(e)
 		st.closeEntry(e)
 	}
 }
@@ -146,7 +142,7 @@ func (st *store) openEntry(id rpc.ComponentID, create bool) (*entry, error) {
 		return nil, fmt.Errorf("open %s: %w", componentName(id), err)
 	}
 	size := uint64(info.Size())
-	return &entry{id: id, data: data, crc: crc, size: size, reserved: size, dirSynced: !created}, nil
+	return &entry{id: id, data: data, crc: crc, size: size, reserved: allocatedInfo(info), dirSynced: !created}, nil
 }
 
 // createData creates a data file, and its directory (made durable at

@@ -1,11 +1,14 @@
 package ds
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Disk is the data server's access to its local file system. It is the
@@ -79,4 +82,54 @@ func (OSDisk) Statfs(name string) (total, avail uint64, err error) {
 		return 0, 0, fmt.Errorf("statfs %s: zero block size", name)
 	}
 	return st.Blocks * bs, st.Bavail * bs, nil
+}
+
+// allocated returns the bytes of disk f's blocks take: less than its size
+// where it has holes.
+func allocated(f File) (uint64, error) {
+	info, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return allocatedInfo(info), nil
+}
+
+// allocatedInfo returns the bytes of disk a file's blocks take (st_blocks),
+// or its size where the file system does not say.
+func allocatedInfo(info fs.FileInfo) uint64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Blocks) * 512
+	}
+	return uint64(max(info.Size(), 0))
+}
+
+// punchHole deallocates n bytes of f at off, keeping its size
+// (fallocate(2) FALLOC_FL_PUNCH_HOLE): the range reads as zeros and holds
+// no blocks. A File without a descriptor, or a file system that cannot
+// punch, gets zeros written instead: the range reads the same.
+func punchHole(f File, off, n int64) error {
+	if sc, ok := f.(syscall.Conn); ok {
+		rc, err := sc.SyscallConn()
+		if err == nil {
+			var perr error
+			err = rc.Control(func(fd uintptr) {
+				perr = unix.Fallocate(int(fd), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+			})
+			if err == nil && perr == nil {
+				return nil
+			}
+			if err == nil && !errors.Is(perr, syscall.EOPNOTSUPP) {
+				return &fs.PathError{Op: "fallocate", Err: perr}
+			}
+		}
+	}
+	zero := make([]byte, min(n, 1<<20))
+	for n > 0 {
+		k := min(n, int64(len(zero)))
+		if _, err := f.WriteAt(zero[:k], off); err != nil {
+			return err
+		}
+		off, n = off+k, n-k
+	}
+	return nil
 }

@@ -32,6 +32,7 @@ func (s *Server) register(mux *rpc.Mux) {
 	rpc.Handle(mux, rpc.DCommit, s.handleCommit)
 	rpc.Handle(mux, rpc.DTruncate, s.handleTruncate)
 	rpc.Handle(mux, rpc.DGrow, s.handleGrow)
+	rpc.Handle(mux, rpc.DPunch, s.handlePunch)
 	rpc.Handle(mux, rpc.DRemove, s.handleRemove)
 	rpc.Handle(mux, rpc.DStat, s.handleStat)
 	rpc.Handle(mux, rpc.DInfo, s.handleInfo)
@@ -152,6 +153,21 @@ func (s *Server) handleGrow(ctx context.Context, req *rpc.DSReq) (*rpc.DSResp, e
 	}
 	defer s.end(start)
 	size, err := s.store.grow(req.ID, req.Size)
+	if err != nil {
+		return nil, wireError(err)
+	}
+	return &rpc.DSResp{Size: size}, nil
+}
+
+// handlePunch makes a range of a component read as zeros and releases its
+// space (fallocate(2) punch-hole on the component's file).
+func (s *Server) handlePunch(ctx context.Context, req *rpc.DSReq) (*rpc.DSResp, error) {
+	start, err := s.begin(ctx, req, capability.OpWrite)
+	if err != nil {
+		return nil, err
+	}
+	defer s.end(start)
+	size, err := s.store.punch(req.ID, req.Off, req.Len)
 	if err != nil {
 		return nil, wireError(err)
 	}

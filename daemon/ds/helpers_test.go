@@ -186,6 +186,12 @@ func (m *model) truncate(size int) {
 	*m = append(*m, make([]byte, size-len(*m))...)
 }
 
+func (m model) punch(off, n int) {
+	if off < len(m) {
+		clear(m[off:min(off+n, len(m))])
+	}
+}
+
 func (m model) read(off, n int) []byte {
 	if off >= len(m) {
 		return []byte{}

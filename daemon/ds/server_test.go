@@ -393,39 +393,99 @@ func TestRestart(t *testing.T) {
 	}
 }
 
+// TestCapacity: the capacity counts the bytes components hold on disk
+// (sizes here are whole file-system blocks): a write past it is ENOSPC,
+// a sparse truncate costs nothing, overwrites need no space and a remove
+// gives its space back.
 func TestCapacity(t *testing.T) {
-	h := newHarness(t, func(c *Config, _ *Deps) { c.Capacity = 10000 })
+	const fsb = 4096
+	h := newHarness(t, func(c *Config, _ *Deps) { c.Capacity = 10 * fsb })
 	a, b := rpc.ComponentID{Ino: 1, Gen: 1}, rpc.ComponentID{Ino: 2, Gen: 1}
-	h.mustWrite(a, 0, bytes.Repeat([]byte{1}, 8000))
-	if got := h.info(); got.Capacity != 10000 || got.Free != 2000 || got.ID != "ds1" {
-		t.Fatalf("info = %+v, want capacity 10000, free 2000", got)
+	h.mustWrite(a, 0, bytes.Repeat([]byte{1}, 8*fsb))
+	if got := h.info(); got.Capacity != 10*fsb || got.Free != 2*fsb || got.ID != "ds1" {
+		t.Fatalf("info = %+v, want capacity %d, free %d", got, 10*fsb, 2*fsb)
 	}
-	if _, err := h.write(a, 7000, make([]byte, 3001)); !errors.Is(err, syscall.ENOSPC) {
+	if _, err := h.write(a, 7*fsb, make([]byte, 3*fsb+1)); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("write past capacity = %v, want ENOSPC", err)
 	}
-	if _, err := h.write(b, 0, make([]byte, 2001)); !errors.Is(err, syscall.ENOSPC) {
+	if _, err := h.write(b, 0, make([]byte, 2*fsb+1)); !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("write of a second component past capacity = %v, want ENOSPC", err)
 	}
-	if _, err := h.call(rpc.DTruncate, h.rw(b), b, 5000); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("truncate past capacity = %v, want ENOSPC", err)
-	}
-	if got := h.stat(a); got != 8000 {
+	if got := h.stat(a); got != 8*fsb {
 		t.Fatalf("size after a refused write = %d", got)
 	}
 	if got := h.stat(b); got != 0 {
-		t.Fatalf("size of b after refused calls = %d", got)
+		t.Fatalf("size of b after a refused write = %d", got)
 	}
-	h.mustWrite(a, 0, bytes.Repeat([]byte{2}, 8000)) // overwrites need no space
-	h.mustWrite(b, 0, make([]byte, 2000))
-	if _, err := h.call(rpc.DTruncate, h.rw(a), a, 1000); err != nil {
+	// A truncate far past the capacity makes a hole: it succeeds and
+	// takes no space.
+	if _, err := h.call(rpc.DTruncate, h.rw(b), b, 1<<40); err != nil {
+		t.Fatalf("sparse truncate past capacity: %v", err)
+	}
+	if got := h.info(); got.Free != 2*fsb {
+		t.Fatalf("free after a sparse truncate to 1 TiB = %d, want %d", got.Free, 2*fsb)
+	}
+	if _, err := h.call(rpc.DTruncate, h.rw(b), b, 5*fsb); err != nil {
 		t.Fatal(err)
 	}
-	h.mustWrite(b, 2000, make([]byte, 7000))
+	h.mustWrite(a, 0, bytes.Repeat([]byte{2}, 8*fsb)) // overwrites need no space
+	h.mustWrite(b, 0, make([]byte, 2*fsb))            // fills part of the hole
+	if got := h.info(); got.Free != 0 {
+		t.Fatalf("free = %d, want 0", got.Free)
+	}
+	if _, err := h.call(rpc.DTruncate, h.rw(a), a, fsb); err != nil {
+		t.Fatal(err)
+	}
+	h.mustWrite(b, 2*fsb, make([]byte, 7*fsb))
 	if _, err := h.call(rpc.DRemove, h.adminOf(b), b, 0); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.info(); got.Free != 9000 {
-		t.Fatalf("free after remove = %d, want 9000", got.Free)
+	if got := h.info(); got.Free != 9*fsb {
+		t.Fatalf("free after remove = %d, want %d", got.Free, 9*fsb)
+	}
+}
+
+// TestPunch: a punched range reads as zeros and its whole blocks are
+// given back; the bytes around it, in the blocks it cuts, are kept and
+// verified; the size is kept; a missing component stays missing.
+func TestPunch(t *testing.T) {
+	h := newHarness(t, func(c *Config, _ *Deps) { c.Capacity = 64 * bs })
+	id := rpc.ComponentID{Ino: 3, Gen: 1}
+	want := make([]byte, 16*bs+100)
+	for i := range want {
+		want[i] = byte(i*7 + 1)
+	}
+	h.mustWrite(id, 0, want)
+	before := h.info().Free
+	punch := func(off, n uint64) {
+		t.Helper()
+		var r rpc.DSResp
+		err := h.c.Call(t.Context(), h.s.Addr(), rpc.DPunch, &rpc.DSReq{Cap: h.rw(id), ID: id, Off: off, Len: n}, &r)
+		if err != nil {
+			t.Fatalf("punch %d at %d: %v", n, off, err)
+		}
+		if r.Size != uint64(len(want)) {
+			t.Fatalf("punch %d at %d: size %d, want %d", n, off, r.Size, len(want))
+		}
+		clear(want[off:min(off+n, uint64(len(want)))])
+	}
+	punch(bs/2, 10*bs) // half a block, 9 whole ones, half a block
+	if got := h.mustRead(id, 0, uint64(len(want))); !bytes.Equal(got, want) {
+		t.Fatalf("after punch: %s", diff(got, want))
+	}
+	if freed := h.info().Free - before; freed < 9*bs {
+		t.Fatalf("punching 9 whole blocks freed %d bytes, want at least %d", freed, 9*bs)
+	}
+	punch(15*bs, 1<<20) // through the end: the size is kept
+	if got := h.mustRead(id, 0, 1<<20); !bytes.Equal(got, want) {
+		t.Fatalf("after punch to the end: %s", diff(got, want))
+	}
+	missing := rpc.ComponentID{Ino: 4, Gen: 1}
+	if _, err := h.call(rpc.DPunch, h.rw(missing), missing, 0); err != nil {
+		t.Fatalf("punch of a missing component: %v", err)
+	}
+	if got := h.stat(missing); got != 0 {
+		t.Fatalf("punch made a component of %d bytes", got)
 	}
 }
 
@@ -606,7 +666,7 @@ func TestCacheEviction(t *testing.T) {
 		if got := h.mustRead(id, uint64(i), 10); !bytes.Equal(got, []byte{byte(i), byte(i >> 8)}) {
 			t.Fatalf("component %d = %v", i, got)
 		}
-		used += uint64(i) + 2
+		used += onDisk(t, h.s.store, id)
 	}
 	if got, _ := h.s.store.usage(); got != used {
 		t.Fatalf("used = %d, want %d", got, used)

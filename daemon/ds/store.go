@@ -46,7 +46,7 @@ type store struct {
 	shift    uint
 	sum      checksummer
 	capacity uint64
-	used     atomic.Int64 // bytes of all components plus reservations of writes in flight
+	used     atomic.Int64 // bytes allocated to all components plus the growth of writes in flight
 	tombs    *tombstones
 	now      func() int64 // unix ns: the server's clock, for tombstones
 
@@ -102,7 +102,8 @@ func openStore(dir string, d Disk, log *slog.Logger, id string, bs int, capacity
 	return st, nil
 }
 
-// scan returns the bytes held by the components in the store, and
+// scan returns the bytes held by the components in the store (their
+// allocated blocks: holes hold none), and
 // narrows the modes of what a store made by an older version left wider
 // than dirMode and fileMode.
 func (st *store) scan() (uint64, error) {
@@ -146,7 +147,7 @@ func (st *store) scan() (uint64, error) {
 			if err != nil {
 				return 0, fmt.Errorf("scan store: %w", err)
 			}
-			used += uint64(info.Size())
+			used += allocatedInfo(info)
 		}
 	}
 	return used, nil
@@ -219,26 +220,35 @@ func componentName(id rpc.ComponentID) string {
 	return fmt.Sprintf("component %d.%d.%d", id.Ino, id.Gen, id.Col)
 }
 
-// reserve counts the growth of e to end against the capacity and returns
-// e's size before the call.
-func (st *store) reserve(e *entry, end uint64) (uint64, error) {
+// charge counts need bytes more against the capacity, or fails with
+// ErrNoSpace if they would exceed it.
+func (st *store) charge(need int64) error {
+	for {
+		used := st.used.Load()
+		if used+need > int64(st.capacity) {
+			return fmt.Errorf("%w: %d bytes more would exceed the capacity of %d bytes (%d used)",
+				ErrNoSpace, need, st.capacity, used)
+		}
+		if st.used.CompareAndSwap(used, used+need) {
+			return nil
+		}
+	}
+}
+
+// settle counts what e's data file really holds on disk (its allocated
+// blocks, so holes cost nothing) in place of what was counted for it.
+func (st *store) settle(e *entry) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if end > e.reserved && !e.dead {
-		need := int64(end - e.reserved)
-		for {
-			used := st.used.Load()
-			if used+need > int64(st.capacity) {
-				return 0, fmt.Errorf("%w: %d bytes more would exceed the capacity of %d bytes (%d used)",
-					ErrNoSpace, need, st.capacity, used)
-			}
-			if st.used.CompareAndSwap(used, used+need) {
-				break
-			}
-		}
-		e.reserved = end
+	if e.dead {
+		return
 	}
-	return e.size, nil
+	a, err := allocated(e.data)
+	if err != nil {
+		return // counted as before: the next settle corrects it
+	}
+	st.used.Add(int64(a) - int64(e.reserved))
+	e.reserved = a
 }
 
 func (e *entry) getSize() uint64 {
@@ -287,10 +297,21 @@ func (st *store) write(id rpc.ComponentID, off uint64, p, wire []byte) (uint64, 
 	b0, b1 := off>>st.shift, (end-1)>>st.shift
 	e.ranges.lock(b0, b1, true)
 	defer e.ranges.unlock(b0, b1, true)
-	old, err := st.reserve(e, end)
-	if err != nil {
+	// Growth is counted before the write (a write into a hole after it,
+	// by settle): the capacity holds the bytes written, not the sparse
+	// length.
+	old := e.getSize()
+	need := int64(0)
+	if end > old {
+		need = int64(min(n, end-old))
+	}
+	if err := st.charge(need); err != nil {
 		return 0, fmt.Errorf("write %s: %w", componentName(id), err)
 	}
+	defer func() {
+		st.used.Add(-need)
+		st.settle(e)
+	}()
 
 	sums := st.getSums(int(b1 - b0 + 1))
 	defer st.sums.Put(sums)
@@ -505,11 +526,7 @@ func (st *store) truncate(id rpc.ComponentID, size uint64) (uint64, error) {
 	defer st.release(e)
 	e.ranges.lock(0, math.MaxUint64, true)
 	defer e.ranges.unlock(0, math.MaxUint64, true)
-	old, err := st.reserve(e, size)
-	if err != nil {
-		return 0, fmt.Errorf("truncate %s: %w", componentName(id), err)
-	}
-	if err := st.truncateFiles(e, old, size); err != nil {
+	if err := st.truncateFiles(e, e.getSize(), size); err != nil {
 		return 0, fmt.Errorf("truncate %s: %w", componentName(id), err)
 	}
 	return size, nil
@@ -532,11 +549,9 @@ func (st *store) truncateFiles(e *entry, old, size uint64) error {
 		return err
 	}
 	e.mu.Lock()
-	if !e.dead {
-		st.used.Add(int64(size) - int64(e.reserved))
-	}
-	e.size, e.reserved = size, size
+	e.size = size
 	e.mu.Unlock()
+	st.settle(e) // growth is a hole: it costs nothing
 	if cut {
 		if _, err := e.crc.WriteAt(sb[:], int64(c*sumSize)); err != nil {
 			return fmt.Errorf("checksums: %w", err)
@@ -544,6 +559,83 @@ func (st *store) truncateFiles(e *entry, old, size uint64) error {
 	}
 	nblocks := (size + st.bs - 1) >> st.shift
 	if err := e.crc.Truncate(int64(nblocks * sumSize)); err != nil {
+		return fmt.Errorf("checksums: %w", err)
+	}
+	return nil
+}
+
+// punch makes n bytes of component id at off read as zeros, up to its
+// end (its size is kept), and returns its size. Whole blocks are
+// deallocated and get the hole's CRC (0), so their space is released; a
+// block the range covers only in part is verified, then its bytes in the
+// range are overwritten with zeros. A missing component is not created.
+func (st *store) punch(id rpc.ComponentID, off, n uint64) (uint64, error) {
+	if off > maxOffset || n > maxOffset-off {
+		return 0, fmt.Errorf("%w: punch of %d bytes at %d", ErrRange, n, off)
+	}
+	e, err := st.acquire(id, false)
+	if e == nil || err != nil {
+		return 0, err
+	}
+	defer st.release(e)
+	if n == 0 {
+		return e.getSize(), nil
+	}
+	b0, b1 := off>>st.shift, (off+n-1)>>st.shift
+	e.ranges.lock(b0, b1, true)
+	defer e.ranges.unlock(b0, b1, true)
+	size := e.getSize()
+	end := min(off+n, size)
+	if off >= end {
+		return size, nil
+	}
+	if err := st.punchBlocks(e, off, end, size); err != nil {
+		return 0, fmt.Errorf("punch %s: %w", componentName(id), err)
+	}
+	st.settle(e)
+	return size, nil
+}
+
+// punchBlocks zeros [off, end) of e, which holds size bytes (end <= size);
+// the caller holds the range lock of its blocks.
+func (st *store) punchBlocks(e *entry, off, end, size uint64) error {
+	b0, b1 := off>>st.shift, (end-1)>>st.shift
+	sums := st.getSums(int(b1 - b0 + 1))
+	defer st.sums.Put(sums)
+	var whole0, whole1 uint64 // the whole blocks to deallocate: [whole0, whole1)
+	for b := b0; b <= b1; b++ {
+		start := b << st.shift
+		held := min(size, start+st.bs) - start
+		lo, hi := max(off, start)-start, min(end, start+st.bs)-start
+		if lo == 0 && hi >= held {
+			if whole1 == 0 {
+				whole0 = b
+			}
+			whole1 = b + 1
+			putSum(*sums, int(b-b0), 0)
+			continue
+		}
+		buf := st.getBlock()
+		blk := (*buf)[:held]
+		err := st.readBlock(e, b, blk)
+		if err == nil {
+			clear(blk[lo:hi])
+			putSum(*sums, int(b-b0), st.sum.sum(0, blk))
+			_, err = e.data.WriteAt(blk[lo:hi], int64(start+lo))
+		}
+		st.blocks.Put(buf)
+		if err != nil {
+			return err
+		}
+	}
+	if whole1 > whole0 {
+		from := whole0 << st.shift
+		to := min(whole1<<st.shift, size)
+		if err := punchHole(e.data, int64(from), int64(to-from)); err != nil {
+			return err
+		}
+	}
+	if _, err := e.crc.WriteAt(*sums, int64(b0*sumSize)); err != nil {
 		return fmt.Errorf("checksums: %w", err)
 	}
 	return nil
@@ -562,11 +654,7 @@ func (st *store) grow(id rpc.ComponentID, size uint64) (uint64, error) {
 	}
 	defer st.release(e)
 	e.ranges.lock(0, math.MaxUint64, true)
-	old, err := st.reserve(e, size)
-	if err != nil {
-		e.ranges.unlock(0, math.MaxUint64, true)
-		return 0, fmt.Errorf("grow %s: %w", componentName(id), err)
-	}
+	old := e.getSize()
 	if old < size {
 		err = st.truncateFiles(e, old, size)
 	}

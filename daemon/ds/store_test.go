@@ -3,7 +3,9 @@ package ds
 import (
 	"encoding/binary"
 	"errors"
+	"io/fs"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 
@@ -40,7 +42,7 @@ func FuzzStore(f *testing.F) {
 		for i := 0; i+5 <= len(ops) && i < 5*64; i += 5 {
 			off := int(binary.LittleEndian.Uint16(ops[i+1:])) % (16 * bs)
 			n := int(binary.LittleEndian.Uint16(ops[i+3:])) % (3 * bs)
-			switch ops[i] % 5 {
+			switch ops[i] % 6 {
 			case 0, 1:
 				p := make([]byte, n)
 				for j := range p {
@@ -73,10 +75,15 @@ func FuzzStore(f *testing.F) {
 					t.Fatalf("op %d: remove: %v", i/5, err)
 				}
 				m = nil
+			case 5:
+				if _, err := st.punch(id, uint64(off), uint64(n)); err != nil {
+					t.Fatalf("op %d: punch(%d, %d): %v", i/5, off, n, err)
+				}
+				m.punch(off, n)
 			}
 		}
-		if used, _ := st.usage(); used != uint64(len(m)) {
-			t.Fatalf("used = %d, want %d", used, len(m))
+		if used, _ := st.usage(); used != onDisk(t, st, id) {
+			t.Fatalf("used = %d, the component's file holds %d", used, onDisk(t, st, id))
 		}
 	})
 }
@@ -112,8 +119,8 @@ func TestRemoveWhileWriting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if used, _ := st.usage(); used != size {
-		t.Fatalf("used = %d, component size %d", used, size)
+	if used, _ := st.usage(); used != onDisk(t, st, id) {
+		t.Fatalf("used = %d, the component of %d bytes holds %d", used, size, onDisk(t, st, id))
 	}
 	if err := st.remove(id); err != nil {
 		t.Fatal(err)
@@ -129,4 +136,18 @@ func TestStoreClosed(t *testing.T) {
 	if _, err := st.write(rpc.ComponentID{Ino: 1}, 0, []byte("x"), rpc.AppendSums(nil, 0, []byte("x"))); !errors.Is(err, ErrClosed) {
 		t.Fatalf("write after close = %v, want ErrClosed", err)
 	}
+}
+
+// onDisk returns the bytes component id's data file takes on disk (0 if
+// it is missing): what the store must count as used.
+func onDisk(t testing.TB, st *store, id rpc.ComponentID) uint64 {
+	t.Helper()
+	info, err := os.Stat(st.path(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return allocatedInfo(info)
 }

@@ -8,7 +8,8 @@ const (
 	DRead     = "ds.read"
 	DCommit   = "ds.commit"
 	DTruncate = "ds.truncate"
-	DGrow     = "ds.grow" // extend to Size if shorter, never shrink, durably
+	DGrow     = "ds.grow"  // extend to Size if shorter, never shrink, durably
+	DPunch    = "ds.punch" // Len bytes at Off read as zeros and hold no space; the size is kept
 	DRemove   = "ds.remove"
 	DStat     = "ds.stat"
 	DInfo     = "ds.info"
@@ -22,7 +23,7 @@ type ComponentID struct {
 }
 
 // DSReq is the header of every component call. Off and Len are used by
-// read (Len bytes at Off) and write (the data follows the header; Off is
+// read and punch (Len bytes at Off) and write (the data follows the header; Off is
 // where it goes); Size by truncate. Tombstone, set by the MDS on a remove
 // of a generation that is gone (unlinked, or replaced by a truncate), is
 // the time (unix ns) until which the data server refuses every client
