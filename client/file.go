@@ -235,6 +235,9 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if err := f.fits(off, int64(len(p))); err != nil {
+		return 0, f.err("write", err)
+	}
 	var comps []int
 	err := f.withView(func(v *view) error {
 		var err error
@@ -302,6 +305,20 @@ func (f *File) Seek(offset int64, whence int) (int64, error) {
 	return offset, nil
 }
 
+// fits fails with EFBIG if n bytes at off reach past the largest file the
+// layout addresses (layout.Layout.MaxSize).
+func (f *File) fits(off, n int64) error {
+	v, err := f.current()
+	if err != nil {
+		return err
+	}
+	if limit := v.lay.MaxSize(); off > limit || n > limit-off {
+		return rpc.Errorf(syscall.EFBIG, fmt.Sprintf("%d bytes at %d: past the largest file layout %s addresses (%s)",
+			n, off, v.lay, layout.FormatSize(limit)))
+	}
+	return nil
+}
+
 // Truncate sets the file's size: each column is cut (or extended with
 // zeros) on its data server, then the MDS records the size.
 func (f *File) Truncate(size int64) error {
@@ -310,6 +327,9 @@ func (f *File) Truncate(size int64) error {
 	}
 	if size < 0 {
 		return f.err("truncate", rpc.Errorf(syscall.EINVAL, "negative size"))
+	}
+	if err := f.fits(size, 0); err != nil {
+		return f.err("truncate", err)
 	}
 	err := f.withView(func(v *view) error { return f.io(v).truncate(f.ctx, size) })
 	if err == nil {

@@ -22,6 +22,17 @@ type Layout struct {
 	Targets    []string // data server id of each component, len == Components()
 }
 
+// MaxComponent is the most bytes one component may hold: 8 TiB, half of
+// what ext4 with 4 KiB blocks stores in one file, the strictest file
+// system a data server is expected on.
+const MaxComponent int64 = 1 << 43
+
+// MaxSize is the size of the largest file the layout addresses: one whose
+// every component holds at most MaxComponent bytes. Past it, a write or
+// truncate fails with EFBIG, as a local file system answers past its
+// maximum file size.
+func (l Layout) MaxSize() int64 { return MaxComponent / l.Unit * l.RowSize() }
+
 // Components is how many components (and Targets) the layout has.
 func (l Layout) Components() int { return l.Scheme.Components(l.Width) }
 

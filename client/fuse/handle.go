@@ -21,9 +21,6 @@ type handle struct {
 	owners map[uint64]bool // lock owners that locked through this handle
 }
 
-// fallocate(2) modes.
-const fallocKeepSize = 0x1 // FALLOC_FL_KEEP_SIZE
-
 func writable(flags uint32) bool { return flags&syscall.O_ACCMODE != syscall.O_RDONLY }
 
 // Open opens a file: fresh attributes and layout from the MDS
@@ -155,24 +152,4 @@ func (n *node) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 		n.fsys.dropLocks(h.of.ino, o)
 	}
 	return n.fsys.errs.fail("release", n.ino(), n.fsys.release(h.of))
-}
-
-// Allocate implements fallocate(2) mode 0 by extending the file (Strata
-// allocates space as data is written, so no space is reserved) and
-// FALLOC_FL_KEEP_SIZE as a no-op. Other modes (punching holes) are not
-// supported.
-func (n *node) Allocate(ctx context.Context, fh fs.FileHandle, off, size uint64, mode uint32) syscall.Errno {
-	h, ok := fh.(*handle)
-	switch {
-	case !ok || !writable(h.flags):
-		return syscall.EBADF
-	case mode == fallocKeepSize:
-		return 0
-	case mode != 0:
-		return syscall.EOPNOTSUPP
-	}
-	if end := off + size; end > h.of.size() {
-		return n.fsys.errs.fail("fallocate", n.ino(), h.of.truncate(end))
-	}
-	return 0
 }

@@ -2,10 +2,12 @@ package mds
 
 import (
 	"context"
+	"syscall"
 
 	"github.com/strata-hpc/strata/daemon/mds/posix"
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/identity"
+	"github.com/strata-hpc/strata/layout"
 )
 
 // Permission checks. The leader decides every one under the FSM's read
@@ -163,6 +165,10 @@ func (st *state) maySetattr(c *posix.Cred, r *rpc.SetattrReq, now int64) (rpc.Se
 	if r.Valid&rpc.SetSize != 0 && n.isFile() {
 		if err := posix.Truncate(c, a); err != nil {
 			return out, wrapDenied(err, "truncate inode %d", r.Ino)
+		}
+		if limit := n.Layout.MaxSize(); n.Layout.Width > 0 && r.Size > uint64(limit) {
+			return out, errf(syscall.EFBIG, "truncate inode %d to %d bytes: past the largest file its layout %s addresses (%s)",
+				r.Ino, r.Size, n.Layout, layout.FormatSize(limit))
 		}
 	}
 	if r.Valid&(rpc.SetAtime|rpc.SetMtime) != 0 {
