@@ -27,6 +27,16 @@ func (c *Client) Quota(ctx context.Context, kind uint8, id uint32) (*rpc.QuotaRe
 	return &r, nil
 }
 
+// QuotaRoom returns the committed size of file ino and how many bytes more
+// its owner's and project's byte quotas allow (rpc.NoQuotaLimit: no limit).
+func (c *Client) QuotaRoom(ctx context.Context, ino uint64) (*rpc.QuotaRoomResp, error) {
+	var r rpc.QuotaRoomResp
+	if err := c.mds(ctx, rpc.MQuotaRoom, &rpc.QuotaRoomReq{Ino: ino}, &r); err != nil {
+		return nil, fmt.Errorf("quota room of inode %d: %w", ino, err)
+	}
+	return &r, nil
+}
+
 // SetProject sets the quota project of name: a directory's is inherited
 // by what is created in it from then on. Only root may.
 func (c *Client) SetProject(ctx context.Context, name string, project uint32) error {

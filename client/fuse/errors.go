@@ -45,7 +45,7 @@ func expected(e syscall.Errno) bool {
 	switch e {
 	case 0, syscall.ENOENT, syscall.EEXIST, syscall.ENOTEMPTY, syscall.ENODATA, syscall.ERANGE,
 		syscall.EISDIR, syscall.ENOTDIR, syscall.EAGAIN, syscall.EINTR, syscall.EINVAL, syscall.EPERM,
-		syscall.EACCES, syscall.EOPNOTSUPP, syscall.ENAMETOOLONG, syscall.EXDEV:
+		syscall.EACCES, syscall.EOPNOTSUPP, syscall.ENAMETOOLONG, syscall.EXDEV, syscall.EDQUOT:
 		return true
 	}
 	return false

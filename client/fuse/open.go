@@ -31,7 +31,8 @@ type openFile struct {
 	attr    rpc.Attr       // the last attributes seen
 	silly   []sillyEntry   // names this inode was moved to when unlinked while open
 
-	tag qos.Tag // of the process that opened it first (job.go); guarded by mu
+	tag   qos.Tag    // of the process that opened it first (job.go); guarded by mu
+	quota quotaGrant // how far the file may grow (quota.go); guarded by mu
 
 	w  writer
 	ra readahead
@@ -192,6 +193,9 @@ func (of *openFile) read(dest []byte, off int64) ([]byte, error) {
 func (of *openFile) write(data []byte, off int64) error {
 	f, err := of.file(true)
 	if err != nil {
+		return err
+	}
+	if err := of.roomFor(uint64(off) + uint64(len(data))); err != nil {
 		return err
 	}
 	err = of.w.write(f, data, off)

@@ -18,8 +18,8 @@ Show or set quotas, like 'lfs quota': the bytes and inodes a user (the
 owner of files) or a project (an id every file and directory carries,
 inherited from the directory it is created in) uses, and its limits. With
 no flag, the calling user's. A create, mkdir or symlink past an inode
-limit, and a close or fsync that grows a file past a byte limit, fail with
-"Disk quota exceeded" (EDQUOT), through the mount as through the tools.
+limit, and a write (through the mount), close or fsync that grows a file
+past a byte limit, fail with "Disk quota exceeded" (EDQUOT).
 "set" (root only) sets the limits; 0 is none, both 0 removes the quota.
 "project ID PATH..." (root only) gives each PATH the project ID: a
 directory's new files and subdirectories inherit it.`)

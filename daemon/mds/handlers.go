@@ -70,6 +70,7 @@ func (s *Server) register(m *rpc.Mux) {
 	handle(s, m, rpc.MTierList, s.tierList)
 	handle(s, m, rpc.MQuotaSet, s.quotaSet)
 	handle(s, m, rpc.MQuotaGet, s.quotaGet)
+	handle(s, m, rpc.MQuotaRoom, s.quotaRoomOf)
 	handle(s, m, rpc.MQoSPolicyGet, s.qosPolicyGet)
 	handle(s, m, rpc.MQoSPolicySet, s.qosPolicySet)
 	handle(s, m, rpc.MQoSStatus, s.qosStatus)

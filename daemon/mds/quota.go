@@ -262,6 +262,36 @@ func (s *Server) quotaGet(_ context.Context, r *rpc.QuotaReq) (*rpc.QuotaResp, e
 	return s.fsm.st.quota(r.Kind, r.ID), nil
 }
 
+// quotaRoomOf answers how many bytes file r.Ino may still grow by before
+// its owner's or its project's byte limit.
+func (s *Server) quotaRoomOf(_ context.Context, r *rpc.QuotaRoomReq) (*rpc.QuotaRoomResp, error) {
+	s.fsm.mu.RLock()
+	defer s.fsm.mu.RUnlock()
+	n, err := s.fsm.st.node(r.Ino)
+	if err != nil {
+		return nil, err
+	}
+	if !n.isFile() {
+		return nil, errf(syscall.EINVAL, "quota room of inode %d: not a regular file", r.Ino)
+	}
+	return &rpc.QuotaRoomResp{Size: n.Size, Room: s.fsm.st.bytesRoom(n.Uid, n.Project)}, nil
+}
+
+// bytesRoom is how many bytes uid and project may still use, the least of
+// their byte limits' room (rpc.NoQuotaLimit: no byte limit applies).
+func (st *state) bytesRoom(uid, project uint32) uint64 {
+	room := rpc.NoQuotaLimit
+	for _, k := range [2]quotaKey{{rpc.QuotaUser, uid}, {rpc.QuotaProject, project}} {
+		l, ok := st.quotas[k]
+		if !ok || l.Bytes == 0 || k.Kind == rpc.QuotaProject && k.ID == 0 {
+			continue
+		}
+		u := st.usage[k].Bytes
+		room = min(room, l.Bytes-min(u, l.Bytes))
+	}
+	return room
+}
+
 func (s *Server) projectSet(ctx context.Context, r *rpc.ProjectReq) (*rpc.AttrResp, error) {
 	if c := s.caller(ctx); !c.Root() {
 		return nil, errf(syscall.EPERM, "project of inode %d: only root sets projects", r.Ino)

@@ -67,6 +67,14 @@ func TestQuota(t *testing.T) {
 	if q := quota(rpc.QuotaUser, alice); q.Bytes != 600<<10 || q.Inodes != 3 {
 		t.Fatalf("alice: %+v", q)
 	}
+	// The room a mount asks for at a write that grows a file: the least
+	// of the owner's (1 MiB - 600 KiB) and the project's (3 MiB - 600 KiB).
+	if r := must[rpc.QuotaRoomResp](m, rpc.MQuotaRoom, &rpc.QuotaRoomReq{Ino: files[0]}); r.Size != 600<<10 || r.Room != 424<<10 {
+		t.Fatalf("quota room of a 600 KiB file of alice: %+v, want size 600 KiB, room 424 KiB", r)
+	}
+	if _, err := call[rpc.QuotaRoomResp](m, rpc.MQuotaRoom, &rpc.QuotaRoomReq{Ino: dir}); errnoOf(err) != syscall.EINVAL {
+		t.Fatalf("quota room of a directory: %v, want EINVAL", err)
+	}
 	// A chown moves the usage; an unlink frees it.
 	must[rpc.AttrResp](m, rpc.MSetattr, &rpc.SetattrReq{Ino: files[0], Valid: rpc.SetUid, Uid: 0})
 	if q := quota(rpc.QuotaUser, alice); q.Bytes != 0 || q.Inodes != 2 {

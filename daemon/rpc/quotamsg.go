@@ -7,6 +7,7 @@ const (
 	MQuotaSet   = "mds.quota.set"
 	MQuotaGet   = "mds.quota.get"
 	MProjectSet = "mds.project.set"
+	MQuotaRoom  = "mds.quota.room"
 )
 
 // Quota kinds.
@@ -41,3 +42,23 @@ type ProjectReq struct {
 	Ino     uint64
 	Project uint32
 }
+
+// QuotaRoomReq asks how far a file may grow before its owner's or its
+// project's byte limit (MQuotaRoom): a mount asks at a write that grows a
+// file, so that the write crossing the limit fails with EDQUOT, not only
+// the LAYOUTCOMMIT at close, which the MDS still refuses.
+type QuotaRoomReq struct {
+	Ino uint64
+}
+
+// QuotaRoomResp is the file's committed size and how many bytes more its
+// owner and project may use (NoQuotaLimit: neither has a byte limit). Other
+// files' uncommitted writes are not counted: it is advice, the commit
+// decides.
+type QuotaRoomResp struct {
+	Size uint64
+	Room uint64
+}
+
+// NoQuotaLimit is the Room of a file no byte limit applies to.
+const NoQuotaLimit = ^uint64(0)
