@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/reedsolomon"
@@ -92,6 +93,46 @@ func (c *Codec) Reconstruct(shards [][]byte, want []bool) error {
 		return fmt.Errorf("erasure reconstruct %d+%d: %w", c.k, c.m, err)
 	}
 	return nil
+}
+
+// Rebuild fills p with component comp (a data shard if comp < K, else
+// parity shard comp-K) from shards, K+M slots in which at least K present
+// shards have len(p) bytes and the others are nil. It is how a lost
+// component of an rs file is rebuilt from the same window of K others.
+// Present shards are only read; missing data shards are reconstructed
+// into fresh memory when a parity component is wanted.
+func (c *Codec) Rebuild(shards [][]byte, comp int, p []byte) error {
+	k, m, w := c.k, c.m, len(p)
+	if len(shards) != k+m || comp < 0 || comp >= k+m {
+		return fmt.Errorf("%w: rebuild component %d from %d shards of rs:%d+%d", ErrInvalid, comp, len(shards), k, m)
+	}
+	work := slices.Clone(shards)
+	if comp < k {
+		want := make([]bool, k)
+		want[comp] = true
+		work[comp] = p[:0:w]
+		return c.Reconstruct(work, want)
+	}
+	want := make([]bool, k)
+	missing := false
+	for i := 0; i < k; i++ {
+		if work[i] == nil {
+			want[i], work[i], missing = true, make([]byte, 0, w), true
+		}
+	}
+	if missing {
+		if err := c.Reconstruct(work, want); err != nil {
+			return err
+		}
+	}
+	for j := 0; j < m; j++ {
+		if k+j == comp {
+			work[k+j] = p
+		} else {
+			work[k+j] = make([]byte, w)
+		}
+	}
+	return c.Encode(work)
 }
 
 // codecGolden is the CRC32C of the parity SelfTest computes: a pin of the
