@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -52,7 +53,13 @@ type Client struct {
 	mu    sync.Mutex
 	hosts map[string]*fasthttp.HostClient
 	bufs  sync.Pool // *[]byte request bodies
+	moved atomic.Uint64
 }
+
+// DataBytes returns the data payload bytes (a call's data and its reply's,
+// not the messages) the Client has sent and received since it was made:
+// how much file data passed through the process that owns it.
+func (c *Client) DataBytes() uint64 { return c.moved.Load() }
 
 // NewClient returns a Client.
 func NewClient(cfg ClientConfig) *Client {
@@ -131,6 +138,9 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 	defer fasthttp.ReleaseRequest(hreq)
 	defer fasthttp.ReleaseResponse(hresp)
 
+	for _, d := range data {
+		c.moved.Add(uint64(len(d)))
+	}
 	hreq.Header.SetMethod(fasthttp.MethodPost)
 	hreq.SetRequestURI("http://" + addr + "/rpc/" + method)
 	if cr, ok := CredFrom(ctx); ok {
@@ -158,12 +168,14 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 		if cerr := hresp.CloseBodyStream(); err == nil && cerr != nil {
 			err = cerr
 		}
+		c.moved.Add(uint64(n))
 		if err != nil {
 			return 0, fmt.Errorf("%w: %s %s: reply: %v", ErrUnavailable, addr, method, err)
 		}
 		return n, nil
 	}
 	n, err := decodeReply(hresp.StatusCode(), hresp.Body(), resp, out)
+	c.moved.Add(uint64(n))
 	if err != nil {
 		var re *Error
 		if !errors.As(err, &re) {
