@@ -110,7 +110,11 @@ func (st *store) closeEntry(e *entry) {
 
 // openEntry opens the files of id; see acquire.
 func (st *store) openEntry(id rpc.ComponentID, create bool) (*entry, error) {
-	name := st.path(id)
+	return st.openFiles(id, st.path(id), create)
+}
+
+// openFiles opens the data file name of id and its checksums; see acquire.
+func (st *store) openFiles(id rpc.ComponentID, name string, create bool) (*entry, error) {
 	data, err := st.disk.OpenFile(name, os.O_RDWR, 0)
 	created := false
 	if errors.Is(err, fs.ErrNotExist) {

@@ -27,9 +27,16 @@
 // interface, its QoS scheduler's served bytes and queue wait, and its
 // capacity, for the MDS's bandwidth ledger.
 //
+// The MDS has a data server rebuild a component from its peers
+// (rebuild.go): it reads the survivors with capabilities the MDS signed,
+// verifies and copies or decodes them, and assembles the component in a
+// staged copy (stage.go) renamed into place only once complete and
+// durable. No rebuilt byte passes through the MDS.
+//
 // All disk access goes through the Disk interface so tests can inject
 // EIO, torn writes and latency.
 //
-// It imports the transport (daemon/rpc) and internal/capability; it must
-// not import the MDS, the client, raft or go-fuse.
+// It imports the transport (daemon/rpc), internal/capability and layout
+// (geometry and the erasure code of rebuilds); it must not import the
+// MDS, the client, raft or go-fuse.
 package ds

@@ -38,6 +38,7 @@ func (s *Server) register(mux *rpc.Mux) {
 	rpc.Handle(mux, rpc.DInfo, s.handleInfo)
 	rpc.Handle(mux, rpc.DList, s.handleList)
 	s.registerScrub(mux)
+	s.registerRebuild(mux)
 }
 
 // begin verifies req's token for op (for this component, on this server,
@@ -57,7 +58,7 @@ func (s *Server) begin(ctx context.Context, req *rpc.DSReq, op capability.Op) (t
 	if req.Cap.Ops&capability.OpAdmin == 0 && s.store.tombs.removed(req.ID.Ino, req.ID.Gen, now.UnixNano()) {
 		return now, wireError(fmt.Errorf("%w: inode %d generation %d: its capabilities are revoked", ErrRemoved, req.ID.Ino, req.ID.Gen))
 	}
-	if req.Cap.Class == rpc.ClassRebuild || req.Cap.Class == rpc.ClassScrub {
+	if req.Cap.Class == rpc.ClassRebuild || req.Cap.Class == rpc.ClassRebalance || req.Cap.Class == rpc.ClassScrub {
 		return time.Time{}, nil
 	}
 	return now, nil

@@ -34,6 +34,7 @@ type Server struct {
 	store  *store
 	rpc    *rpc.Server
 	hb     *rpc.Client
+	peers  *rpc.Client        // reads of other data servers' components for rebuilds (rebuild.go)
 	auth   *identity.Verifier // the callers' credentials, which capabilities are bound to
 	scrub  *scrubber
 	qos    *qos.Scheduler // shares the server between classes and jobs (qos.go)
@@ -103,6 +104,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	timeout := min(max(cfg.HeartbeatInterval, time.Second), 10*time.Second)
 	creds := identity.NewNodeCredentials(cfg.Secret, identity.RoleDS, cfg.Node, cfg.ID).WithClock(deps.Clock)
 	s.hb = rpc.NewClient(rpc.ClientConfig{Timeout: timeout, MaxConnsPerHost: 2, Auth: creds.Header})
+	s.peers = rpc.NewClient(rpc.ClientConfig{Timeout: peerCallTimeout, MaxConnsPerHost: 16, Auth: creds.Header})
 	return s, nil
 }
 
@@ -186,6 +188,7 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	s.hb.Close()
+	s.peers.Close()
 	s.store.close()
 	if err != nil {
 		return fmt.Errorf("ds %s: close: %w", s.cfg.ID, err)

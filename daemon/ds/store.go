@@ -55,7 +55,8 @@ type store struct {
 
 	mu     sync.Mutex
 	open   map[rpc.ComponentID]*entry
-	idle   lru // entries with refs == 0, most recently used first
+	staged map[rpc.ComponentID]*entry // staged copies in use (stage.go)
+	idle   lru                        // entries with refs == 0, most recently used first
 	closed bool
 }
 
@@ -92,6 +93,7 @@ func openStore(dir string, d Disk, log *slog.Logger, id string, bs int, capacity
 		sum:      newChecksummer(bs),
 		capacity: capacity,
 		open:     map[rpc.ComponentID]*entry{},
+		staged:   map[rpc.ComponentID]*entry{},
 	}
 	used, err := st.scan()
 	if err != nil {
@@ -290,6 +292,13 @@ func (st *store) write(id rpc.ComponentID, off uint64, p, wire []byte) (uint64, 
 		return 0, err
 	}
 	defer st.release(e)
+	return st.writeEntry(e, off, p, wire)
+}
+
+// writeEntry is write on the open entry e, once off, p and wire are
+// checked.
+func (st *store) writeEntry(e *entry, off uint64, p, wire []byte) (uint64, error) {
+	id, n, fast := e.id, uint64(len(p)), st.bs == rpc.SumBlock
 	if n == 0 {
 		return e.getSize(), nil
 	}
@@ -328,6 +337,7 @@ func (st *store) write(id rpc.ComponentID, off uint64, p, wire []byte) (uint64, 
 		if oldLen > 0 && (lo > 0 || hi < oldLen) {
 			// Old bytes survive around the new ones: only the first and
 			// last block of a write can get here.
+			var err error
 			s, err = st.mergeSum(e, b, oldLen, lo, piece)
 			if err != nil {
 				return 0, fmt.Errorf("write %s: %w", componentName(id), err)
@@ -524,10 +534,15 @@ func (st *store) truncate(id rpc.ComponentID, size uint64) (uint64, error) {
 		return 0, err
 	}
 	defer st.release(e)
+	return st.truncateEntry(e, size)
+}
+
+// truncateEntry is truncate on the open entry e.
+func (st *store) truncateEntry(e *entry, size uint64) (uint64, error) {
 	e.ranges.lock(0, math.MaxUint64, true)
 	defer e.ranges.unlock(0, math.MaxUint64, true)
 	if err := st.truncateFiles(e, e.getSize(), size); err != nil {
-		return 0, fmt.Errorf("truncate %s: %w", componentName(id), err)
+		return 0, fmt.Errorf("truncate %s: %w", componentName(e.id), err)
 	}
 	return size, nil
 }
@@ -676,6 +691,12 @@ func (st *store) commit(id rpc.ComponentID) (uint64, error) {
 		return 0, err
 	}
 	defer st.release(e)
+	return st.commitEntry(e)
+}
+
+// commitEntry is commit on the open entry e.
+func (st *store) commitEntry(e *entry) (uint64, error) {
+	id := e.id
 	if err := e.data.Sync(); err != nil {
 		return 0, fmt.Errorf("commit %s: %w", componentName(id), err)
 	}
@@ -706,9 +727,12 @@ func (st *store) stat(id rpc.ComponentID) (uint64, error) {
 	return e.getSize(), nil
 }
 
-// remove deletes component id; a missing one is not an error. Calls in
-// flight on it finish on the unlinked files.
+// remove deletes component id and its staged copy (stage.go); a missing
+// one is not an error. Calls in flight on it finish on the unlinked files.
 func (st *store) remove(id rpc.ComponentID) error {
+	if err := st.removeStaged(id); err != nil {
+		return err
+	}
 	e, err := st.acquire(id, false)
 	if err != nil {
 		return err
@@ -721,26 +745,40 @@ func (st *store) remove(id rpc.ComponentID) error {
 		return nil
 	}
 	defer st.release(e)
-	// Unlink under st.mu so that no call opens the old files once the entry
-	// is dropped.
+	return st.unlinkEntry(e, name, st.open)
+}
+
+// unlinkEntry removes the files name and name.crc of the open entry e,
+// listed in table, and drops it from there. It unlinks under st.mu so
+// that no call opens the old files once the entry is dropped; calls in
+// flight on e finish on the unlinked files.
+func (st *store) unlinkEntry(e *entry, name string, table map[rpc.ComponentID]*entry) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if e.dead {
 		return nil // removed by a concurrent call
 	}
 	if err := st.disk.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove %s: %w", componentName(id), err)
+		return fmt.Errorf("remove %s: %w", componentName(e.id), err)
 	}
-	delete(st.open, id)
+	st.drop(e, table)
+	if err := st.disk.Remove(name + crcSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s checksums: %w", componentName(e.id), err)
+	}
+	return nil
+}
+
+// drop marks e, whose files are gone or replaced, dead and forgets it in
+// table and in the bytes used. st.mu must be held.
+func (st *store) drop(e *entry, table map[rpc.ComponentID]*entry) {
+	if table[e.id] == e {
+		delete(table, e.id)
+	}
 	e.mu.Lock()
 	e.dead = true
 	st.used.Add(-int64(e.reserved))
 	e.reserved = 0
 	e.mu.Unlock()
-	if err := st.disk.Remove(name + crcSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove %s checksums: %w", componentName(id), err)
-	}
-	return nil
 }
 
 // usage returns the bytes stored and the capacity.
