@@ -69,10 +69,16 @@ func clientTag(job string, class uint8) (qos.Tag, error) {
 // MDS's own calls to data servers (removal of orphans and strays, rebuild,
 // with class the QoS class of the calls).
 func (s *Server) adminToken(ino, gen uint64, col uint32, ds string, class uint8) capability.Token {
+	return s.componentToken(capability.OpAdmin, ino, gen, col, ds, class)
+}
+
+// componentToken is adminToken with the operations ops: a data server
+// rebuilding a component reads its sources with read-only ones.
+func (s *Server) componentToken(ops capability.Op, ino, gen uint64, col uint32, ds string, class uint8) capability.Token {
 	t := capability.Token{
 		Ino:    ino,
 		Gen:    gen,
-		Ops:    capability.OpAdmin,
+		Ops:    ops,
 		Class:  class,
 		Expiry: s.clock().Add(adminTokenTTL).UnixNano(),
 		Target: ds,

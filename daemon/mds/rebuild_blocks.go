@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
-	"github.com/strata-hpc/strata/layout"
 )
 
 // Block repair: scrub found blocks failing their checksum in a component of
@@ -14,7 +13,9 @@ import (
 // only those blocks are rewritten, in place, each from the same bytes of
 // another copy or decoded from K other components, as a whole block (the
 // data server replaces a whole block's checksum without reading the old
-// bytes). Readers see the corrupt block (EIO, read around) or the repaired
+// bytes). The data server holding the component reads the sources and
+// writes the blocks itself (rpc.DRebuild, Live): no byte passes through
+// the MDS. Readers see the corrupt block (EIO, read around) or the repaired
 // one, never a hole. Writers must not race the repair, so like a swap it
 // waits for the file's writers and holds new write grants back while it
 // runs (stale.go, writers.swap), repairBlocksBatch blocks at a time. Each
@@ -71,7 +72,7 @@ func (s *Server) repairBlocks(ctx context.Context, t *task, term uint64) (outcom
 			return outcome{state: "waiting", detail: why}, nil
 		}
 	}
-	if _, _, err := s.dsCall(ctx, fs, t.from, comp, rpc.DCommit, rpc.DSReq{}, nil, nil); err != nil {
+	if _, err := s.dsCall(ctx, fs, t.from, comp, rpc.DCommit, rpc.DSReq{}); err != nil {
 		return outcome{}, err
 	}
 	if _, err := s.apply(cmdDamaged, &damagedCmd{Rec: rec, Clear: true, IfFound: rec.Found}); err != nil {
@@ -81,17 +82,11 @@ func (s *Server) repairBlocks(ctx context.Context, t *task, term uint64) (outcom
 	return outcome{state: "done"}, nil
 }
 
-// rewriteBlocks rewrites the given blocks (of bs bytes; the component holds
-// size bytes) of task t's component from src and reads each back.
+// rewriteBlocks has the data server holding task t's component rewrite
+// the given blocks (of bs bytes; the component holds size bytes) from src
+// and read each back (rpc.DRebuild, Live).
 func (s *Server) rewriteBlocks(ctx context.Context, t *task, term uint64, fs fileSnap, src *sources, blocks []uint64, bs, size uint64) error {
 	comp := int(t.key.Comp)
-	var codec *layout.Codec
-	if len(src.rs) > 0 {
-		var err error
-		if codec, err = fs.l.Codec(); err != nil {
-			return err
-		}
-	}
 	return inParallel(ctx, len(blocks), rebuildInflight, func(ctx context.Context, i int) error {
 		off := blocks[i] * bs
 		if off >= size {
@@ -104,21 +99,8 @@ func (s *Server) rewriteBlocks(ctx context.Context, t *task, term uint64, fs fil
 		if !s.leads(term) {
 			return errNotLeaderTerm
 		}
-		buf := make([]byte, n)
-		var err error
-		if len(src.rs) > 0 {
-			err = s.decodeWindow(ctx, fs, codec, comp, src.rs, off, buf)
-		} else {
-			err = s.copyWindow(ctx, fs, src.copies, off, buf)
-		}
-		if err != nil {
-			return err
-		}
-		if _, _, err := s.dsCall(ctx, fs, t.from, comp, rpc.DWrite, rpc.DSReq{Off: off}, buf, nil); err != nil {
-			return err
-		}
-		if err := s.readWindow(ctx, fs, comp, off, make([]byte, n)); err != nil {
-			return fmt.Errorf("read back block %d: %w", blocks[i], err)
+		if _, err := s.stageCall(ctx, fs, t.from, comp, rpc.ClassRebuild, rpc.DRebuild, s.windowReq(fs, src, rpc.ClassRebuild, off, n, true)); err != nil {
+			return fmt.Errorf("block %d: %w", blocks[i], err)
 		}
 		s.rb.progress(t, n)
 		return nil

@@ -16,18 +16,19 @@ import (
 const rebuildCheckpointEvery = time.Second
 
 // checkpoint tracks the windows of one copy that are written and records
-// the complete prefix now and then: the target's component is committed
+// the complete prefix now and then: the target's staged copy is committed
 // (fsync) first, so a prefix on record is on disk. Windows finish out of
 // order (rebuildInflight at once); only the prefix below the first window
 // not yet written counts.
 type checkpoint struct {
-	s    *Server
-	term uint64
-	wt   *watch
-	fs   fileSnap
-	comp int
-	to   string
-	end  uint64 // the copy's end; a prefix reaching it is not recorded (the swap follows)
+	s     *Server
+	term  uint64
+	wt    *watch
+	fs    fileSnap
+	comp  int
+	class uint8 // the QoS class of the calls
+	to    string
+	end   uint64 // the copy's end; a prefix reaching it is not recorded (the swap follows)
 
 	order   sync.Mutex
 	ordered *sync.Cond // broadcast when turns advances
@@ -86,7 +87,7 @@ func (ck *checkpoint) done(ctx context.Context, i int) error {
 		return nil
 	}
 	ck.last = now
-	if _, _, err := s.dsCall(ctx, ck.fs, ck.to, ck.comp, rpc.DCommit, rpc.DSReq{}, nil, nil); err != nil {
+	if _, err := s.stageCall(ctx, ck.fs, ck.to, ck.comp, ck.class, rpc.DStageCommit, rpc.RebuildReq{}); err != nil {
 		return err
 	}
 	cmd := &rebuildProgressCmd{Ino: ck.fs.ino, Gen: ck.fs.l.Generation, Comp: uint32(ck.comp), To: ck.to, Term: ck.term, Done: prefix}

@@ -1,11 +1,9 @@
 package mds
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -17,23 +15,28 @@ import (
 	"github.com/strata-hpc/strata/layout"
 )
 
-// Moving a component's bytes: the rebuild manager's data path. It reads
-// windows of rebuildWindow bytes at the same component offsets from its
-// sources and writes them to the target, rebuildInflight windows at a
-// time, with the MDS's own capability (admin, class rebuild). Every
-// component of an rs:K+M file holds a row's unit at the same component
-// offset, so a window of the lost component is decoded from the same
-// window of any K others; a component shorter than a window reads as
-// zeros past its end, as the clients read it.
+// Moving a component's bytes: the rebuild manager's data path. The MDS
+// moves no file byte: it tells the data server that is to hold the
+// component (the target) to fill it, window by window (rebuildWindow
+// bytes, rebuildInflight at a time, paced by the rate limit), from the
+// sources it names: copies of the component, or K of the K+M components
+// of an rs file, which the target reads itself with read capabilities the
+// MDS signs for each (one component on one data server), verifies and
+// decodes (daemon/ds rebuild.go). Every component of an rs:K+M file holds
+// a row's unit at the same component offset, so a window of the lost
+// component is decoded from the same window of any K others; a component
+// shorter than a window reads as zeros past its end, as the clients read
+// it.
 //
-// A new target is cut to zero first (a failed attempt may have left
-// bytes), all-zero windows are not written (they stay holes), and it is
-// cut to the component's size at the end. An in-place rebuild (a stale or
-// corrupt component on a server that is up) overwrites the component
-// where it is, never making it shorter before the new bytes are in, so a
-// reader that still reads it sees old or new bytes, never a hole: it
-// writes whole windows up to its current size (zeros past the new size,
-// which replaces corrupt blocks there too) and only then cuts it.
+// The target assembles the component in a staged copy under a temporary
+// name (daemon/ds stage.go): started afresh, or resumed at the last
+// checkpoint; all-zero windows stay holes. Once every window is in, it is
+// cut to the component's size, made durable and renamed into place
+// (publish), and only then is it swapped into the layout in raft. A
+// rebuild cut short anywhere leaves at most a staged copy, never a
+// half-written component readable as data; an in-place rebuild (a stale
+// component on a server that is up) replaces the component whole, so a
+// reader sees the old bytes or the new ones.
 const (
 	rebuildCallTimeout = 30 * time.Second
 	rebuildWindow      = 2 << 20
@@ -320,13 +323,7 @@ func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome,
 	if err := s.copyComponent(ctx, t, term, wt, fs, src, to, size, resume); err != nil {
 		return outcome{}, err
 	}
-	why, err = s.wr.swap(wt, func() error {
-		if !s.leads(term) {
-			return errNotLeaderTerm
-		}
-		_, err := s.apply(cmdRebuildDone, &rebuildDoneCmd{Ino: fs.ino, Gen: t.gen, Comp: t.key.Comp, From: t.from, To: to, Now: s.now()})
-		return err
-	})
+	why, err = s.wr.swap(wt, func() error { return s.moveComponent(ctx, t, term, fs, to, size) })
 	switch {
 	case err != nil:
 		return outcome{}, fmt.Errorf("swap in the rebuilt component: %w", err)
@@ -336,39 +333,27 @@ func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome,
 	return outcome{state: "done"}, nil
 }
 
-// dsCall calls a data server about component comp of the file. A write
-// carries its bytes' checksums and a read's bytes are checked against
-// theirs (rpc.AppendSums): a reply that fails is an EIO, which a rebuild
-// takes from another source.
-func (s *Server) dsCall(ctx context.Context, fs fileSnap, id string, comp int, method string, req rpc.DSReq, data []byte, out []byte) (int, uint64, error) {
+// dsCall calls a data server about component comp of the file (stat,
+// commit, with no data) and returns the component's size.
+func (s *Server) dsCall(ctx context.Context, fs fileSnap, id string, comp int, method string, req rpc.DSReq) (uint64, error) {
 	req.ID = rpc.ComponentID{Ino: fs.ino, Gen: fs.l.Generation, Col: uint32(comp)}
 	req.Cap = s.rebuildToken(req.ID, id)
-	if method == rpc.DWrite {
-		req.Sums = rpc.AppendSums(nil, req.Off, data)
-	}
 	addr := fs.addrs[id]
 	if addr == "" {
-		return 0, 0, fmt.Errorf("data server %s is not registered", id)
+		return 0, fmt.Errorf("data server %s is not registered", id)
 	}
 	var resp rpc.DSResp
 	cctx, cancel := context.WithTimeout(ctx, rebuildCallTimeout)
 	defer cancel()
-	n, err := s.rb.dsc.CallData(cctx, addr, method, &req, data, &resp, out)
-	if err != nil {
-		return 0, 0, fmt.Errorf("%s component %d of inode %d on %s: %w", method, comp, fs.ino, id, err)
+	if err := s.rb.dsc.Call(cctx, addr, method, &req, &resp); err != nil {
+		return 0, fmt.Errorf("%s component %d of inode %d on %s: %w", method, comp, fs.ino, id, err)
 	}
-	if method == rpc.DRead {
-		if err := rpc.CheckSums(req.Off, resp.Sums, out[:n]); err != nil {
-			return 0, 0, fmt.Errorf("%s component %d of inode %d on %s: %w (%w)", method, comp, fs.ino, id, err, syscall.EIO)
-		}
-	}
-	return n, resp.Size, nil
+	return resp.Size, nil
 }
 
 // statComp returns the size of component comp where the layout has it.
 func (s *Server) statComp(ctx context.Context, fs fileSnap, comp int) (uint64, error) {
-	_, size, err := s.dsCall(ctx, fs, fs.l.Targets[comp], comp, rpc.DStat, rpc.DSReq{}, nil, nil)
-	return size, err
+	return s.dsCall(ctx, fs, fs.l.Targets[comp], comp, rpc.DStat, rpc.DSReq{})
 }
 
 // fileEnd is the file size implied by data column col holding n bytes.
@@ -407,245 +392,6 @@ func (s *Server) rebuildSize(ctx context.Context, fs fileSnap, comp int, src *so
 		size = max(size, fileEnd(fs.l, c, n))
 	}
 	return compBytes(fs.l, size, comp), nil
-}
-
-// copyComponent writes component t.key.Comp of size bytes onto to, from
-// offset resume on (bytes before it are on to already: an earlier
-// attempt's, complete and durable). Every rebuildCheckpointEvery it makes
-// the copied prefix durable on to and records it (rebuildProgressCmd), so
-// that an attempt cut short by a change of leader is resumed, not redone;
-// not once the file was granted for writing during watch wt.
-func (s *Server) copyComponent(ctx context.Context, t *task, term uint64, wt *watch, fs fileSnap, src *sources, to string, size, resume uint64) error {
-	comp := int(t.key.Comp)
-	inPlace := to == t.from
-	end := size
-	if inPlace {
-		_, cur, err := s.dsCall(ctx, fs, to, comp, rpc.DStat, rpc.DSReq{}, nil, nil)
-		if err != nil {
-			return err
-		}
-		end = max(size, cur)
-	} else if _, _, err := s.dsCall(ctx, fs, to, comp, rpc.DTruncate, rpc.DSReq{Size: resume}, nil, nil); err != nil {
-		// Cut to where the copy resumes: windows past it that an earlier
-		// attempt wrote are written again, zeros become holes again.
-		return err
-	}
-	involved := []string{to}
-	for _, c := range append(slices.Clone(src.copies), src.rs...) {
-		involved = append(involved, fs.l.Targets[c])
-	}
-	var codec *layout.Codec
-	if len(src.rs) > 0 {
-		var err error
-		if codec, err = fs.l.Codec(); err != nil {
-			return err
-		}
-	}
-	nwin := int((end + rebuildWindow - 1) / rebuildWindow)
-	first := int(resume / rebuildWindow)
-	ck := &checkpoint{s: s, term: term, wt: wt, fs: fs, comp: comp, to: to, end: end, next: first, recorded: first}
-	err := inParallel(ctx, nwin-first, rebuildInflight, func(ctx context.Context, j int) error {
-		i := first + j
-		off := uint64(i) * rebuildWindow
-		n := min(rebuildWindow, end-off)
-		// Windows take their turn at the throttle in order, so that they
-		// finish about in order and the recorded prefix keeps up.
-		if err := ck.turn(j, func() error {
-			if err := s.yield(ctx, involved); err != nil {
-				return err
-			}
-			return s.rb.bucket.Wait(ctx, int64(n))
-		}); err != nil {
-			return err
-		}
-		if !s.leads(term) {
-			return errNotLeaderTerm // a deposed leader stops writing
-		}
-		buf := make([]byte, n)
-		if off < size {
-			m := min(n, size-off)
-			var err error
-			if len(src.rs) > 0 {
-				err = s.decodeWindow(ctx, fs, codec, comp, src.rs, off, buf[:m])
-			} else {
-				err = s.copyWindow(ctx, fs, src.copies, off, buf[:m])
-			}
-			if err != nil {
-				return err
-			}
-		}
-		if inPlace || !allZero(buf) {
-			if _, _, err := s.dsCall(ctx, fs, to, comp, rpc.DWrite, rpc.DSReq{Off: off}, buf, nil); err != nil {
-				return err
-			}
-		}
-		// Checkpoint first: a task's progress (rebuild status) never shows
-		// bytes a checkpoint due before them has not recorded.
-		if err := ck.done(ctx, i); err != nil {
-			return err
-		}
-		s.rb.progress(t, n)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if _, _, err := s.dsCall(ctx, fs, to, comp, rpc.DTruncate, rpc.DSReq{Size: size}, nil, nil); err != nil {
-		return err
-	}
-	_, _, err = s.dsCall(ctx, fs, to, comp, rpc.DCommit, rpc.DSReq{}, nil, nil)
-	return err
-}
-
-// survivable reports whether a source's failure leaves others to try.
-func survivable(err error) bool {
-	return errors.Is(err, rpc.ErrUnavailable) || errors.Is(err, syscall.EIO) || errors.Is(err, context.DeadlineExceeded)
-}
-
-// readWindow reads len(p) bytes of component comp at off; bytes past the
-// component's end are zeros.
-//
-// A component that ends before its share of the file's size lost bytes
-// (daemon/mds/missing.go): that is an EIO, so that the rebuild takes
-// another source rather than zeros.
-func (s *Server) readWindow(ctx context.Context, fs fileSnap, comp int, off uint64, p []byte) error {
-	n, _, err := s.dsCall(ctx, fs, fs.l.Targets[comp], comp, rpc.DRead, rpc.DSReq{Off: off, Len: uint64(len(p))}, nil, p)
-	if err != nil {
-		return err
-	}
-	if need := min(off+uint64(len(p)), uint64(fs.l.ComponentSize(int64(fs.size), comp))); off+uint64(n) < need {
-		return fmt.Errorf("component %d of inode %d on %s ends at %d, before its share %d of the file's size: %w",
-			comp, fs.ino, fs.l.Targets[comp], off+uint64(n), need, syscall.EIO)
-	}
-	clear(p[n:])
-	return nil
-}
-
-// copyWindow fills p from the first copy that serves it.
-func (s *Server) copyWindow(ctx context.Context, fs fileSnap, copies []int, off uint64, p []byte) error {
-	var err error
-	for _, c := range copies {
-		if err = s.readWindow(ctx, fs, c, off, p); err == nil || !survivable(err) {
-			return err
-		}
-	}
-	return err
-}
-
-// decodeWindow fills p with the window at off of component comp of an
-// rs file, decoded from K of the candidate components.
-func (s *Server) decodeWindow(ctx context.Context, fs fileSnap, codec *layout.Codec, comp int, cands []int, off uint64, p []byte) error {
-	k, m := codec.K(), codec.M()
-	w := len(p)
-	shards := make([][]byte, k+m)
-	next := 0
-	var mu sync.Mutex
-	var lastErr error
-	for {
-		have := 0
-		for _, sh := range shards {
-			if sh != nil {
-				have++
-			}
-		}
-		if have >= k {
-			break
-		}
-		var batch []int
-		for ; next < len(cands) && len(batch) < k-have; next++ {
-			batch = append(batch, cands[next])
-		}
-		if len(batch) < k-have {
-			return fmt.Errorf("rebuild component %d of inode %d: only %d of %d components readable at %d: %w", comp, fs.ino, have+len(batch), k, off, errors.Join(lastErr, syscall.EIO))
-		}
-		err := inParallel(ctx, len(batch), len(batch), func(ctx context.Context, i int) error {
-			c := batch[i]
-			b := make([]byte, w)
-			err := s.readWindow(ctx, fs, c, off, b)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				shards[c] = b
-			case survivable(err):
-				lastErr = err
-			default:
-				return err
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if comp < k {
-		want := make([]bool, k)
-		want[comp] = true
-		shards[comp] = p[:0:w]
-		if err := codec.Reconstruct(shards, want); err != nil {
-			return err
-		}
-		return nil
-	}
-	want := make([]bool, k)
-	any := false
-	for i := 0; i < k; i++ {
-		if shards[i] == nil {
-			want[i], shards[i], any = true, make([]byte, 0, w), true
-		}
-	}
-	if any {
-		if err := codec.Reconstruct(shards, want); err != nil {
-			return err
-		}
-	}
-	for j := 0; j < m; j++ {
-		if k+j == comp {
-			shards[k+j] = p
-		} else {
-			shards[k+j] = make([]byte, w)
-		}
-	}
-	return codec.Encode(shards)
-}
-
-// yield waits while a data server in ids reports more foreground calls in
-// flight than RebuildYieldLoad, for at most ten heartbeat intervals: the
-// rebuild slows down under load but is never starved.
-func (s *Server) yield(ctx context.Context, ids []string) error {
-	for i := 0; i < 10; i++ {
-		views := s.reg.views()
-		high := false
-		for _, id := range ids {
-			high = high || views[id].load > s.cfg.RebuildYieldLoad
-		}
-		if !high {
-			return nil
-		}
-		s.rmet.rebuildYields.Add(1)
-		t := time.NewTimer(s.cfg.HeartbeatInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	return nil
-}
-
-// zeros is compared against to find all-zero windows.
-var zeros = make([]byte, 64<<10)
-
-func allZero(p []byte) bool {
-	for len(p) > 0 {
-		n := min(len(p), len(zeros))
-		if !bytes.Equal(p[:n], zeros[:n]) {
-			return false
-		}
-		p = p[n:]
-	}
-	return true
 }
 
 // inParallel runs fn(0..n-1), at most limit at once, and returns the first

@@ -18,6 +18,12 @@ type repairMetrics struct {
 	repairedBlocks atomic.Uint64 // corrupt blocks rewritten from redundancy
 }
 
+// DataBytes returns the file data bytes this server's process has sent to
+// or received from data servers (rpc.Client.DataBytes of every client it
+// calls them with). Rebuilds move data from data server to data server
+// (daemon/ds rebuild.go): the leader carries none.
+func (s *Server) DataBytes() uint64 { return s.dsc.DataBytes() + s.rb.dsc.DataBytes() }
+
 // writeRepairMetrics writes the failure-handling metrics: counters since
 // start, and from the FSM the stale components, draining data servers,
 // strays and unrecoverable blocks, and from the rebuild manager its queue.
@@ -28,6 +34,8 @@ func (s *Server) writeRepairMetrics(bw *bufio.Writer, family func(name, typ, hel
 	fmt.Fprintf(bw, "strata_mds_rebuilt_components_total %d\n", s.rmet.rebuilt.Load())
 	family("strata_mds_rebuild_bytes_total", "counter", "Bytes written by rebuilds.")
 	fmt.Fprintf(bw, "strata_mds_rebuild_bytes_total %d\n", s.rmet.rebuildBytes.Load())
+	family("strata_mds_data_bytes_total", "counter", "File data bytes this MDS process sent to or received from data servers: rebuilds, drains, moves and block repairs go data server to data server, so none.")
+	fmt.Fprintf(bw, "strata_mds_data_bytes_total %d\n", s.DataBytes())
 	family("strata_mds_rebuild_yields_total", "counter", "Times a rebuild paused for foreground load.")
 	fmt.Fprintf(bw, "strata_mds_rebuild_yields_total %d\n", s.rmet.rebuildYields.Load())
 	family("strata_mds_scrub_bad_blocks_total", "counter", "Blocks failing their checksum reported by data server scrubs.")
