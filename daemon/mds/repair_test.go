@@ -42,8 +42,13 @@ func put(t *testing.T, ctx context.Context, c *client.Client, name, spec string,
 	if err != nil {
 		t.Fatalf("create %s: %v", name, err)
 	}
-	if _, err := f.WriteAt(data, 0); err != nil {
-		t.Fatalf("write %s: %v", name, err)
+	// In pieces: each write must finish within a capability's lifetime
+	// (fastRepair's is short), which a loaded machine stretches.
+	const piece = 2 << 20
+	for off := 0; off < len(data); off += piece {
+		if _, err := f.WriteAt(data[off:min(off+piece, len(data))], int64(off)); err != nil {
+			t.Fatalf("write %s: %v", name, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		t.Fatalf("close %s: %v", name, err)
