@@ -121,7 +121,7 @@ func commands() []command {
 		{"mpiio", "layout", "MPI-IO hints: a ROMIO hints file for a layout, check hints", runMPIIO},
 		{"df", "cluster", "show capacity, use and data servers", runDf},
 		{"quota", "cluster", "show or set user and project quotas (like lfs quota)", runQuota},
-		{"qos", "cluster", "bandwidth sharing: status, show or set the QoS policy", runQoS},
+		{"qos", "cluster", "bandwidth sharing: status, show or set the QoS policy, the Slurm controller", runQoS},
 		{"tier", "cluster", "job tiers: check a spec, show tiers, wait for a drain", runTier},
 		{"admin", "cluster", "administer the cluster: MDS replicas, rebuild, scrub, data servers", runAdmin},
 		{"version", "about", "print the version, and whether the MPI-IO shim and SPANK plugin match it", runVersion},

@@ -14,6 +14,9 @@ import (
 )
 
 func runQoS(ctx context.Context, a *app, args []string) error {
+	if len(args) > 0 && args[0] == "controller" {
+		return runQoSController(ctx, a, args[1:])
+	}
 	f := newFlags("qos", "status | policy show | policy set FILE", `
 Bandwidth sharing at the data servers (docs/qos.md). "status" shows the
 bandwidth ledger: each data server's capacity and what its disk, network
@@ -24,7 +27,12 @@ prints the cluster's QoS policy (JSON); "policy set FILE" (root only)
 replaces it with FILE ("-": standard input): class weights, reservations
 and limits, per-job weights and limits. A bad policy is refused with the
 reason (exit status 2) and the one in force stays. Data servers apply a
-new policy within two heartbeats.`)
+new policy within two heartbeats.
+
+  strata qos controller [FLAGS]
+      run the drain-bandwidth controller beside slurmctld: it holds tier
+      jobs whose drains the global namespace cannot absorb (see strata qos
+      controller --help).`)
 	mds := f.mdsFlag(a)
 	rest, err := f.parse(a, args)
 	if err != nil {

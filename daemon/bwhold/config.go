@@ -8,7 +8,8 @@ import (
 // Config of the controller.
 type Config struct {
 	// Capacity is the drain bandwidth the global namespace absorbs, in
-	// bytes per second. Required.
+	// bytes per second: fixed, or 0 to follow Deps.Capacity (the
+	// bandwidth ledger's measured capacity). One of the two is required.
 	Capacity int64
 	// Interval between passes; 0: DefaultConfig's.
 	Interval time.Duration
@@ -27,8 +28,8 @@ func DefaultConfig() Config {
 // Validate reports a Config New refuses.
 func (c Config) Validate() error {
 	switch {
-	case c.Capacity <= 0:
-		return errors.New("bwhold: capacity must be more than 0 bytes per second")
+	case c.Capacity < 0:
+		return errors.New("bwhold: capacity must not be negative")
 	case c.Interval <= 0 || c.ErrorEvery <= 0:
 		return errors.New("bwhold: interval and error interval must be more than 0")
 	case c.License == "":

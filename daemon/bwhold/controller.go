@@ -37,12 +37,25 @@ type Demand interface {
 	DrainDemand(ctx context.Context) (int64, error)
 }
 
+// Capacity reports the drain bandwidth, in bytes per second, the global
+// namespace absorbs (the bandwidth ledger's measured capacity; 0: not
+// known yet).
+type Capacity interface {
+	DrainCapacity(ctx context.Context) (int64, error)
+}
+
+// errNoCapacity fails a pass before any capacity is known.
+var errNoCapacity = errors.New("bwhold: the global namespace's capacity is not known yet")
+
 // Deps of the controller.
 type Deps struct {
 	Slurm  Slurm
 	Demand Demand
-	Log    *slog.Logger     // nil: discard
-	Now    func() time.Time // nil: time.Now
+	// Capacity is where the capacity comes from when Config.Capacity is
+	// 0.
+	Capacity Capacity
+	Log      *slog.Logger     // nil: discard
+	Now      func() time.Time // nil: time.Now
 }
 
 // Controller holds and releases tier jobs. Create it with New; Start runs
@@ -67,6 +80,9 @@ func New(cfg Config, deps Deps) (*Controller, error) {
 	}
 	if deps.Slurm == nil || deps.Demand == nil {
 		return nil, errors.New("bwhold: Slurm and Demand are required")
+	}
+	if cfg.Capacity == 0 && deps.Capacity == nil {
+		return nil, errors.New("bwhold: a capacity or a capacity source is required")
 	}
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
@@ -123,6 +139,10 @@ func (c *Controller) Step(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bwhold: read the drain backlog: %w", err)
 	}
+	capacity, err := c.capacity(ctx)
+	if err != nil {
+		return err
+	}
 	demand := backlog
 	var pending []slurmrest.Job
 	for _, j := range jobs {
@@ -143,8 +163,8 @@ func (c *Controller) Step(ctx context.Context) error {
 		if j.Held() && !ours {
 			continue // the user's or an administrator's hold
 		}
-		if demand > 0 && demand+bw > c.cfg.Capacity {
-			errs = append(errs, c.hold(ctx, j, ours, demand, bw))
+		if demand > 0 && demand+bw > capacity {
+			errs = append(errs, c.hold(ctx, j, ours, demand, bw, capacity))
 			continue
 		}
 		demand += bw
@@ -177,9 +197,9 @@ func (c *Controller) bandwidth(j slurmrest.Job) int64 {
 
 // hold holds a pending job, or, if it holds it already (ours), brings
 // the reason in its comment up to date.
-func (c *Controller) hold(ctx context.Context, j slurmrest.Job, ours bool, demand, bw int64) error {
+func (c *Controller) hold(ctx context.Context, j slurmrest.Job, ours bool, demand, bw, capacity int64) error {
 	comment := fmt.Sprintf("%swaiting for drain bandwidth: %s in use or owed + %s for this job > %s capacity",
-		HoldPrefix, rate(demand), rate(bw), rate(c.cfg.Capacity))
+		HoldPrefix, rate(demand), rate(bw), rate(capacity))
 	was := j.Comment
 	if ours {
 		_, was, _ = strings.Cut(j.Comment, commentWas)
@@ -200,8 +220,23 @@ func (c *Controller) hold(ctx context.Context, j slurmrest.Job, ours bool, deman
 	if err := c.deps.Slurm.UpdateJob(ctx, j.ID, slurmrest.JobUpdate{Hold: &t, Comment: &comment}); err != nil {
 		return fmt.Errorf("hold job %d: %w", j.ID, err)
 	}
-	c.deps.Log.Info("held job", "job_id", j.ID, "demand", demand, "job_bw", bw, "capacity", c.cfg.Capacity)
+	c.deps.Log.Info("held job", "job_id", j.ID, "demand", demand, "job_bw", bw, "capacity", capacity)
 	return nil
+}
+
+// capacity is Config.Capacity, or its source's when that is 0.
+func (c *Controller) capacity(ctx context.Context) (int64, error) {
+	if c.cfg.Capacity > 0 {
+		return c.cfg.Capacity, nil
+	}
+	v, err := c.deps.Capacity.DrainCapacity(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("bwhold: read the capacity: %w", err)
+	}
+	if v <= 0 {
+		return 0, errNoCapacity
+	}
+	return v, nil
 }
 
 func (c *Controller) release(ctx context.Context, j slurmrest.Job) error {

@@ -7,77 +7,24 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/internal/bwholdtest"
 	"github.com/strata-hpc/strata/internal/slurmrest"
 	"github.com/strata-hpc/strata/internal/slurmtest"
 	"github.com/strata-hpc/strata/jobtier"
 )
 
-// backlog is the drain demand the test forces: the bandwidth ledger of
-// the global MDS is not there yet to report a real one.
+// backlog is the drain demand the test forces (cmd/strata's
+// TestQoSControllerOnRealSlurm takes it from a real MDS's bandwidth
+// ledger).
 type backlog struct{ v atomic.Int64 }
 
 func (b *backlog) DrainDemand(context.Context) (int64, error) { return b.v.Load(), nil }
-
-// gateLua installs contrib/slurm/job_submit.lua with HOLD_FOR_CONTROLLER
-// on, as a site running the controller would.
-func gateLua(t *testing.T) {
-	root := slurmtest.RepoRoot(t)
-	b, err := os.ReadFile(filepath.Join(root, "contrib", "slurm", "job_submit.lua"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	on := bytes.Replace(b, []byte("local HOLD_FOR_CONTROLLER = false"), []byte("local HOLD_FOR_CONTROLLER = true"), 1)
-	if bytes.Equal(on, b) {
-		t.Fatal("job_submit.lua has no 'local HOLD_FOR_CONTROLLER = false' line")
-	}
-	p := filepath.Join(t.TempDir(), "job_submit.lua")
-	if err := os.WriteFile(p, on, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("STRATA_DEVCLUSTER_JOB_SUBMIT", p)
-}
-
-// submitAsNobody submits a job as an ordinary user: slurmrestd's
-// rest_auth/local acts as its own user (nobody), who may hold, release
-// and comment on nobody's jobs.
-func submitAsNobody(t *testing.T, c *slurmtest.Cluster, args ...string) uint32 {
-	t.Helper()
-	a := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "sbatch", "--parsable"}, args...)
-	out, err := c.Run("setpriv", a...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := strconv.ParseUint(strings.TrimSpace(out), 10, 32)
-	if err != nil {
-		t.Fatalf("sbatch printed %q", out)
-	}
-	return uint32(id)
-}
-
-// squeueLine polls squeue's "STATE REASON COMMENT" of a job until it has
-// want in it, for up to 20 s.
-func squeueLine(t *testing.T, c *slurmtest.Cluster, id uint32, want string) string {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		out, err := c.Run("squeue", "-h", "-j", strconv.FormatUint(uint64(id), 10), "-o", "%T %r %k")
-		if err == nil && strings.Contains(out, want) {
-			return strings.TrimSpace(out)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %d: squeue shows %q (%v), want %q in it", id, out, err, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // TestHoldAndReleaseOnRealSlurm: with the drain backlog forced above the
 // capacity, a newly submitted tier job stays pending with the reason in
@@ -85,7 +32,7 @@ func squeueLine(t *testing.T, c *slurmtest.Cluster, id uint32, want string) stri
 // backlog clears, with its own comment back. Then, with slurmrestd
 // stopped, the controller changes nothing and logs once a minute.
 func TestHoldAndReleaseOnRealSlurm(t *testing.T) {
-	gateLua(t)
+	bwholdtest.GateLua(t)
 	c := slurmtest.Start(t, slurmtest.Options{Nodes: 2, REST: true, JWT: true, NoSpank: true})
 	cl, err := slurmrest.New(slurmrest.Config{Endpoint: "unix:" + filepath.Join(c.Dir, "run", "rest", "slurmrestd.sock"), Timeout: 5 * time.Second})
 	if err != nil {
@@ -107,14 +54,14 @@ func TestHoldAndReleaseOnRealSlurm(t *testing.T) {
 	defer ctl.Close()
 
 	out := filepath.Join(c.Dir, "out", "bw.out")
-	id := submitAsNobody(t, c, "-L", "strata_bw:2", "--comment=my run", "-o", out, "--wrap", "echo drained-job-ran")
-	line := squeueLine(t, c, id, "waiting for drain bandwidth")
+	id := bwholdtest.SubmitAsNobody(t, c, "-L", "strata_bw:2", "--comment=my run", "-o", out, "--wrap", "echo drained-job-ran")
+	line := bwholdtest.SqueueLine(t, c, id, "waiting for drain bandwidth")
 	want := "PENDING JobHeldUser strata-hold: waiting for drain bandwidth: 3 GiB/s in use or owed + 2 GiB/s for this job > 4 GiB/s capacity; comment was: my run"
 	if line != want {
 		t.Errorf("squeue of the held job:\n got %s\nwant %s", line, want)
 	}
 	// A job the user holds is not the controller's to release.
-	own := submitAsNobody(t, c, "--hold", "-L", "strata_bw:1", "-o", "/dev/null", "--wrap", "true")
+	own := bwholdtest.SubmitAsNobody(t, c, "--hold", "-L", "strata_bw:1", "-o", "/dev/null", "--wrap", "true")
 
 	bl.v.Store(1 * jobtier.LicenseUnit) // the backlog clears: 1 + 2 <= 4
 	rec, err := c.Wait(id)
@@ -138,8 +85,8 @@ func TestHoldAndReleaseOnRealSlurm(t *testing.T) {
 	// slurmrestd answering 401 (no token), then stopped: every pass fails,
 	// the job stays as it is, and the failure is logged once a minute.
 	bl.v.Store(0)
-	waiting := submitAsNobody(t, c, "-L", "strata_bw:1", "-o", "/dev/null", "--wrap", "true")
-	before := squeueLine(t, c, waiting, "waiting for the drain-bandwidth controller")
+	waiting := bwholdtest.SubmitAsNobody(t, c, "-L", "strata_bw:1", "-o", "/dev/null", "--wrap", "true")
+	before := bwholdtest.SqueueLine(t, c, waiting, "waiting for the drain-bandwidth controller")
 	url, err := c.RESTURL()
 	if err != nil {
 		t.Fatal(err)
@@ -150,9 +97,9 @@ func TestHoldAndReleaseOnRealSlurm(t *testing.T) {
 	}
 	defer noToken.Close()
 	failingPasses(t, cfg, noToken, &bl, slurmrest.ErrUnauthorized)
-	stopRest(t, c)
+	bwholdtest.StopREST(t, c)
 	failingPasses(t, cfg, cl, &bl, nil) // connection refused, or no socket
-	if after := squeueLine(t, c, waiting, "waiting for"); after != before {
+	if after := bwholdtest.SqueueLine(t, c, waiting, "waiting for"); after != before {
 		t.Errorf("job %d changed while slurmrestd failed:\n%s\n%s", waiting, before, after)
 	}
 	if rec, err := c.ShowJob(own); err != nil || rec.Fields["JobState"] != "PENDING" || rec.Fields["Reason"] != "JobHeldUser" {
@@ -185,28 +132,6 @@ func failingPasses(t *testing.T, cfg Config, s Slurm, d Demand, want error) {
 		t.Errorf("the second line does not count the 5 failures it left out:\n%s", log.String())
 	}
 	t.Logf("logged:\n%s", log.String())
-}
-
-// stopRest stops the cluster's slurmrestd by its PID file.
-func stopRest(t *testing.T, c *slurmtest.Cluster) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(c.Dir, "run", "slurmrestd.pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-		t.Fatal(err)
-	}
-	for i := 0; i < 100; i++ {
-		if syscall.Kill(pid, 0) != nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 type syncBuffer struct {
