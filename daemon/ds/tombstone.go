@@ -26,7 +26,10 @@ import (
 // are dropped once past: when the server starts, and whenever their
 // number has doubled since the last time (the file is then rewritten with
 // the live ones), so that neither memory nor the file grows without
-// bound.
+// bound. Removals that arrive together share one sync (group commit):
+// the MDS's collector removes many files at once, and a sync per
+// tombstone made an unlink cost as many disk syncs as the file had
+// columns.
 
 const (
 	tombName    = "tombstones"
@@ -42,9 +45,15 @@ type tombstones struct {
 	disk Disk
 	dir  string
 
+	// smu is held while syncing or replacing the file, so that a sync
+	// never meets a file being replaced; taken before mu.
+	smu    sync.Mutex
+	synced uint64 // records appended (written) that are durable; guarded by smu
+
 	mu      sync.RWMutex
 	f       File
-	n       int64 // bytes in f
+	n       int64  // bytes in f
+	written uint64 // records ever appended
 	m       map[tombKey]int64
 	pruneAt int64 // prune when n reaches it
 }
@@ -153,32 +162,73 @@ func appendTomb(b []byte, k tombKey, until int64) []byte {
 }
 
 // add records that generation gen of inode ino is removed until until
-// (unix ns), durably; now is the time, for pruning.
+// (unix ns), durably; now is the time, for pruning. Concurrent adds share
+// a sync of the file.
 func (t *tombstones) add(ino, gen uint64, until, now int64) error {
 	k := tombKey{ino, gen}
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.m[k] >= until {
-		return nil
-	}
 	if t.f == nil {
+		t.mu.Unlock()
 		return ErrClosed
 	}
-	rec := appendTomb(nil, k, until)
-	if _, err := t.f.WriteAt(rec, t.n); err != nil {
-		return fmt.Errorf("tombstone of inode %d generation %d: %w", ino, gen, err)
-	}
-	if err := t.f.Sync(); err != nil {
-		return fmt.Errorf("tombstone of inode %d generation %d: %w", ino, gen, err)
-	}
-	t.n += tombRecSize
-	t.m[k] = until
-	if t.n >= t.pruneAt {
-		maps.DeleteFunc(t.m, func(_ tombKey, u int64) bool { return u < now })
-		if err := t.rewrite(); err != nil {
-			return err // the record is durable; the old file is still in use
+	if t.m[k] < until {
+		rec := appendTomb(nil, k, until)
+		if _, err := t.f.WriteAt(rec, t.n); err != nil {
+			t.mu.Unlock()
+			return fmt.Errorf("tombstone of inode %d generation %d: %w", ino, gen, err)
 		}
+		t.n += tombRecSize
+		t.written++
+		// Seen before it is durable: refusing the generation's calls
+		// early is harmless, the removal is under way.
+		t.m[k] = until
 	}
+	// Also when the key was there: the add that wrote it may not have
+	// synced yet.
+	w := t.written
+	t.mu.Unlock()
+	if err := t.syncTo(w); err != nil {
+		return fmt.Errorf("tombstone of inode %d generation %d: %w", ino, gen, err)
+	}
+	return t.prune(now)
+}
+
+// syncTo makes the first w appended records durable: the first caller
+// syncs everything appended so far, those waiting behind it find their
+// record synced.
+func (t *tombstones) syncTo(w uint64) error {
+	t.smu.Lock()
+	defer t.smu.Unlock()
+	if t.synced >= w {
+		return nil
+	}
+	t.mu.RLock()
+	f, upto := t.f, t.written
+	t.mu.RUnlock()
+	if f == nil {
+		return ErrClosed
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	t.synced = upto
+	return nil
+}
+
+// prune rewrites the file with the live records once it has doubled.
+func (t *tombstones) prune(now int64) error {
+	t.smu.Lock()
+	defer t.smu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.f == nil || t.n < t.pruneAt {
+		return nil
+	}
+	maps.DeleteFunc(t.m, func(_ tombKey, u int64) bool { return u < now })
+	if err := t.rewrite(); err != nil {
+		return err // the records are durable; the old file is still in use
+	}
+	t.synced = t.written // the new file holds every live record, synced
 	return nil
 }
 
@@ -199,6 +249,8 @@ func (t *tombstones) len() int {
 }
 
 func (t *tombstones) close() error {
+	t.smu.Lock()
+	defer t.smu.Unlock()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.f == nil {

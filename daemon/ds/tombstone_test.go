@@ -2,7 +2,10 @@ package ds
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -106,5 +109,92 @@ func TestTombstonePrune(t *testing.T) {
 	defer again.close()
 	if again.len() != 11 || !again.removed(n-1, 1, n-1) {
 		t.Fatalf("after a restart: %d tombstones, want the 11 live ones", again.len())
+	}
+}
+
+// syncCounter is OSDisk whose files count their syncs.
+type syncCounter struct {
+	OSDisk
+	syncs *atomic.Int64
+}
+
+type countedFile struct {
+	File
+	syncs *atomic.Int64
+}
+
+func (d syncCounter) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
+	f, err := d.OSDisk.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return countedFile{File: f, syncs: d.syncs}, nil
+}
+
+func (f countedFile) Sync() error {
+	f.syncs.Add(1)
+	return f.File.Sync()
+}
+
+// TestTombstoneConcurrent: removals that arrive together (the MDS's
+// collector removes many files at once) are each durable when add
+// returns — a restart finds every one, also across the rewrites that
+// prune the file — and they share syncs rather than paying one each.
+func TestTombstoneConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	var syncs atomic.Int64
+	disk := syncCounter{syncs: &syncs}
+	ts, err := openTombstones(disk, dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 16, 200
+	start := syncs.Load()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range uint64(workers) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range uint64(each) {
+				ino := w*each + i
+				// Live until far ahead; the clock advances so that
+				// pruning runs and drops nothing live.
+				if err := ts.add(ino, 1, 1<<40, int64(ino)); err != nil {
+					errs <- err
+					return
+				}
+				if !ts.removed(ino, 1, int64(ino)) {
+					errs <- fmt.Errorf("inode %d not removed right after its add", ino)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	n := syncs.Load() - start
+	if err := ts.close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := openTombstones(OSDisk{}, dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.close()
+	if again.len() != workers*each {
+		t.Fatalf("after a restart: %d tombstones, want %d", again.len(), workers*each)
+	}
+	for ino := range uint64(workers * each) {
+		if !again.removed(ino, 1, 1) {
+			t.Fatalf("after a restart: inode %d is not removed", ino)
+		}
+	}
+	t.Logf("%d concurrent removals, %d syncs", workers*each, n)
+	if n > workers*each {
+		t.Errorf("%d syncs for %d removals: concurrent removals do not share syncs", n, workers*each)
 	}
 }
