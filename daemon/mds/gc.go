@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,10 +25,20 @@ import (
 // for the orphans that are gone everywhere. A data
 // server that is down keeps its orphans queued until it is up again; a
 // call that fails is retried with exponential backoff.
+//
+// A round starts gcGather after the first orphan of a burst, so that the
+// orphans of many unlinks go in one round: their removals (every column
+// of every orphan at once) reach each data server together, where they
+// share the tombstone file's sync, and one purge entry covers them all.
+// A round that found a full batch is followed by the next at once. (A
+// round per unlink cost every unlink a sync on each data server holding a
+// column, on the disk raft syncs its log on: unlinks ran at an eighth of
+// the rate without collection.)
 const (
-	gcBatch       = 256              // orphans looked at per round
-	gcParallel    = 8                // DRemove calls in flight
-	gcCallTimeout = 10 * time.Second // per DRemove
+	gcBatch       = 256                    // orphans looked at per round
+	gcParallel    = 64                     // DRemove calls in flight
+	gcGather      = 100 * time.Millisecond // wait after a kick before a round
+	gcCallTimeout = 10 * time.Second       // per DRemove
 	gcMinBackoff  = 100 * time.Millisecond
 	gcMaxBackoff  = 30 * time.Second
 )
@@ -53,14 +64,30 @@ func (s *Server) runGC(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-s.fsm.orphaned:
+			if !s.gather(ctx) {
+				return
+			}
 		case <-tick.C:
 		}
 		if s.node.raft.State() != raft.Leader {
 			continue
 		}
-		if s.gcRound(ctx, retry) {
-			s.fsm.kick() // a full batch: there may be more
+		// A full batch: there may be more, and no reason to wait.
+		for s.gcRound(ctx, retry) && ctx.Err() == nil {
 		}
+	}
+}
+
+// gather waits gcGather for more orphans to come; it reports false if
+// ctx ended meanwhile.
+func (s *Server) gather(ctx context.Context) bool {
+	t := time.NewTimer(gcGather)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -92,20 +119,29 @@ func (s *Server) gcRound(ctx context.Context, retry map[orphanKey]gcRetry) bool 
 		return cmp.Or(cmp.Compare(a.Ino, b.Ino), cmp.Compare(a.Layout.Generation, b.Layout.Generation))
 	})
 
+	// Every column of every orphan at once (gcParallel calls in flight),
+	// so that the removals reach each data server together.
 	type outcome struct {
-		done   bool // every component removed
-		failed bool // a call failed: back off
+		skipped atomic.Bool // a column's data server is down: not all gone
+		failed  atomic.Bool // a call failed: back off
 	}
 	res := make([]outcome, len(todo))
 	sem := make(chan struct{}, gcParallel)
 	var wg sync.WaitGroup
 	for i := range todo {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			res[i].done, res[i].failed = s.removeOrphan(ctx, todo[i])
-		}()
+		for col := range todo[i].Layout.Targets {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				switch s.removeColumn(ctx, todo[i], col) {
+				case columnDown:
+					res[i].skipped.Store(true)
+				case columnFailed:
+					res[i].failed.Store(true)
+				}
+			}()
+		}
 	}
 	wg.Wait()
 
@@ -113,9 +149,9 @@ func (s *Server) gcRound(ctx context.Context, retry map[orphanKey]gcRetry) bool 
 	for i, o := range todo {
 		k := orphanKey{Ino: o.Ino, Gen: o.Layout.Generation}
 		switch {
-		case res[i].done:
+		case !res[i].skipped.Load() && !res[i].failed.Load():
 			purged = append(purged, k)
-		case res[i].failed:
+		case res[i].failed.Load():
 			r := retry[k]
 			r.backoff = min(max(2*r.backoff, gcMinBackoff), gcMaxBackoff)
 			r.next = now.Add(r.backoff)
@@ -136,36 +172,40 @@ func (s *Server) gcRound(ctx context.Context, retry map[orphanKey]gcRetry) bool 
 	return len(todo) == gcBatch
 }
 
-// removeOrphan removes every component of an orphaned layout. done reports
-// that all are gone; failed that a call to an up data server failed.
-// Components on data servers that are down are left for a later round.
-func (s *Server) removeOrphan(ctx context.Context, o orphan) (done, failed bool) {
-	done = true
-	for col, id := range o.Layout.Targets {
-		if !s.reg.up(id) {
-			done = false
-			continue
-		}
-		s.fsm.mu.RLock()
-		addr := s.fsm.st.ds[id].Addr
-		s.fsm.mu.RUnlock()
-		req := &rpc.DSReq{
-			Cap: s.adminToken(o.Ino, o.Layout.Generation, uint32(col), id, 0),
-			ID:  rpc.ComponentID{Ino: o.Ino, Gen: o.Layout.Generation, Col: uint32(col)},
-			// Capabilities of the generation were granted before it went
-			// and expire within a TTL; twice that covers the clock skew
-			// between MDS replicas, as the write-grant horizon does.
-			Tombstone: s.clock().Add(2 * s.cfg.CapabilityTTL).UnixNano(),
-		}
-		cctx, cancel := context.WithTimeout(ctx, gcCallTimeout)
-		err := s.dsc.Call(cctx, addr, rpc.DRemove, req, &rpc.DSResp{})
-		cancel()
-		if err != nil && !errors.Is(err, syscall.ENOENT) {
-			if ctx.Err() == nil {
-				s.log.Warn("gc_remove_failed", "inode", o.Ino, "gen", o.Layout.Generation, "col", col, "ds_id", id, "ds_addr", addr, "err", err)
-			}
-			done, failed = false, true
-		}
+// columnResult is what became of one column's component in a round.
+type columnResult int
+
+const (
+	columnRemoved columnResult = iota // gone from its data server
+	columnDown                        // its data server is down: left for a later round
+	columnFailed                      // the call failed
+)
+
+// removeColumn removes the component of column col of an orphaned layout.
+func (s *Server) removeColumn(ctx context.Context, o orphan, col int) columnResult {
+	id := o.Layout.Targets[col]
+	if !s.reg.up(id) {
+		return columnDown
 	}
-	return done, failed
+	s.fsm.mu.RLock()
+	addr := s.fsm.st.ds[id].Addr
+	s.fsm.mu.RUnlock()
+	req := &rpc.DSReq{
+		Cap: s.adminToken(o.Ino, o.Layout.Generation, uint32(col), id, 0),
+		ID:  rpc.ComponentID{Ino: o.Ino, Gen: o.Layout.Generation, Col: uint32(col)},
+		// Capabilities of the generation were granted before it went
+		// and expire within a TTL; twice that covers the clock skew
+		// between MDS replicas, as the write-grant horizon does.
+		Tombstone: s.clock().Add(2 * s.cfg.CapabilityTTL).UnixNano(),
+	}
+	cctx, cancel := context.WithTimeout(ctx, gcCallTimeout)
+	err := s.dsc.Call(cctx, addr, rpc.DRemove, req, &rpc.DSResp{})
+	cancel()
+	if err != nil && !errors.Is(err, syscall.ENOENT) {
+		if ctx.Err() == nil {
+			s.log.Warn("gc_remove_failed", "inode", o.Ino, "gen", o.Layout.Generation, "col", col, "ds_id", id, "ds_addr", addr, "err", err)
+		}
+		return columnFailed
+	}
+	return columnRemoved
 }
