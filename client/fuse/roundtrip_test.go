@@ -1,0 +1,112 @@
+package fuse
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-hpc/strata/internal/testcluster"
+)
+
+// mdsOps returns the MDS's call counters by operation.
+func mdsOps(t *testing.T, cl *testcluster.Cluster) map[string]int {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := cl.MDS().WriteMetrics(&buf); err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]int{}
+	sc := bufio.NewScanner(&buf)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), `strata_mds_ops_total{op="`)
+		if !ok {
+			continue
+		}
+		name, count, ok := strings.Cut(rest, `"} `)
+		n, err := strconv.Atoi(count)
+		if !ok || err != nil {
+			t.Fatalf("metrics line %q", sc.Text())
+		}
+		ops[name] = n
+	}
+	return ops
+}
+
+// namespaceOps are the MDS operations a metadata workload on the mount
+// may cause; heartbeats and session renewals are not the mount's.
+var namespaceOps = []string{
+	"lookup", "walk", "getattr", "setattr", "create", "mkdir", "unlink", "rmdir", "rename",
+	"readdir", "getxattr", "layoutget", "layoutcommit", "layoutreturn", "lockget", "lockset", "lockrelease",
+}
+
+// TestMetadataRoundTrips: the MDS calls the kernel's requests for a
+// create, mkdir, unlink and rmdir through the mount cost, counted at the
+// MDS. Each operation is one call that changes the namespace plus at most
+// a lookup of the new name and a getattr of the directory the kernel
+// asks for; opening and closing a new empty file costs no MDS call (no
+// layout fetched, nothing committed or returned).
+func TestMetadataRoundTrips(t *testing.T) {
+	requireFUSE(t)
+	cl := testcluster.Start(t, 4)
+	// Caches that do not expire during the test: on a loaded machine the
+	// loop may take longer than the default second, and the kernel would
+	// look up the directory again.
+	opts := DefaultOptions()
+	opts.AttrTimeout, opts.EntryTimeout = time.Hour, time.Hour
+	s := mountCluster(t, cl, opts)
+	dir := filepath.Join(s.Dir(), "d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	steps := []struct {
+		name, op string // op is the one namespace change per entry
+		run      func(i int) error
+	}{
+		{"create and close", "create", func(i int) error {
+			f, err := os.OpenFile(filepath.Join(dir, fmt.Sprint("f", i)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if err != nil {
+				return err
+			}
+			return f.Close()
+		}},
+		{"mkdir", "mkdir", func(i int) error { return os.Mkdir(filepath.Join(dir, fmt.Sprint("d", i)), 0o755) }},
+		{"unlink", "unlink", func(i int) error { return os.Remove(filepath.Join(dir, fmt.Sprint("f", i))) }},
+		{"rmdir", "rmdir", func(i int) error { return os.Remove(filepath.Join(dir, fmt.Sprint("d", i))) }},
+	}
+	for _, st := range steps {
+		before := mdsOps(t, cl)
+		for i := 0; i < n; i++ {
+			if err := st.run(i); err != nil {
+				t.Fatalf("%s %d: %v", st.name, i, err)
+			}
+		}
+		after := mdsOps(t, cl)
+		calls := map[string]int{}
+		total := 0
+		for _, op := range namespaceOps {
+			if d := after[op] - before[op]; d != 0 {
+				calls[op] = d
+				total += d
+			}
+		}
+		t.Logf("%s x%d: MDS calls %v", st.name, n, calls)
+		if calls[st.op] != n {
+			t.Errorf("%s x%d: %d %s calls at the MDS, want %d", st.name, n, calls[st.op], st.op, n)
+		}
+		if total > 3*n {
+			t.Errorf("%s x%d: %d MDS calls %v, want at most 3 per entry (the change, a lookup, a getattr of the directory)", st.name, n, total, calls)
+		}
+		for _, op := range []string{"layoutget", "layoutcommit", "layoutreturn", "setattr"} {
+			if calls[op] != 0 {
+				t.Errorf("%s x%d: %d %s calls at the MDS, want none", st.name, n, calls[op], op)
+			}
+		}
+	}
+}
