@@ -27,6 +27,7 @@ type fileSystem struct {
 	errs limiter
 	wb   *budget // write-behind data in flight; writers wait for it
 	rab  *budget // blocks read ahead; taken only when free, never waited for
+	rabs raBufs  // buffers of batches read ahead, for the next batches
 	dc   *dirCache
 
 	// bg counts the write-behind goroutines; shutdown waits for them.
@@ -47,6 +48,7 @@ func newFileSystem(ctx context.Context, c *client.Client, opts Options) *fileSys
 		errs:  limiter{log: opts.Log, every: time.Second},
 		wb:    newBudget(opts.WriteBehind),
 		rab:   newBudget(opts.WriteBehind),
+		rabs:  make(raBufs, raKeep),
 		open:  map[uint64]*openFile{},
 		locks: map[lockKey]bool{},
 	}
@@ -215,6 +217,13 @@ func (b *budget) tryAcquire(n int64) bool {
 	}
 	b.used += n
 	return true
+}
+
+// held returns the bytes taken now.
+func (b *budget) held() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
 }
 
 func (b *budget) release(n int64) {

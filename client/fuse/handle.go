@@ -98,7 +98,7 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 	if err != nil {
 		return nil, n.fsys.errs.fail("read", n.ino(), err)
 	}
-	return gofuse.ReadResultData(got), 0
+	return got, 0
 }
 
 // Write gathers data into the write-behind buffer. The kernel gives the

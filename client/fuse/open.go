@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 
+	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/qos"
@@ -178,9 +180,9 @@ func (of *openFile) merge(a *rpc.Attr) {
 }
 
 // read reads len(dest) bytes at off, after the write-behind data has
-// reached the data servers, and returns them (in dest or in a block read
-// ahead). It returns fewer bytes at the end of the file.
-func (of *openFile) read(dest []byte, off int64) ([]byte, error) {
+// reached the data servers, and returns the reply (from dest or from
+// blocks read ahead). It holds fewer bytes at the end of the file.
+func (of *openFile) read(dest []byte, off int64) (gofuse.ReadResult, error) {
 	of.w.wait()
 	f, err := of.file(false)
 	if err != nil {

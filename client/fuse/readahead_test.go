@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestReadAheadSeesWrites: a sequential reader (O_DIRECT, so every read
@@ -60,5 +61,56 @@ func TestReadAheadSeesWrites(t *testing.T) {
 	}
 	if got := readAt(5 << 20); len(got) != 10 {
 		t.Fatalf("after truncate the reader reads %d bytes at 5 MiB, want 10", len(got))
+	}
+}
+
+// TestReadAheadLongSequential: a long sequential reader, in requests that
+// are not aligned to the read-ahead blocks (each straddles two of them,
+// and batches), through the page cache and with O_DIRECT, reads every
+// byte where it was written, past the window's growth to its largest;
+// once the file is closed the mount holds no read-ahead memory.
+func TestReadAheadLongSequential(t *testing.T) {
+	_, s := startMount(t, 4)
+	p := filepath.Join(s.Dir(), "long")
+	const size = 3*raMax + 12345
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i*7 + i>>20) // every MiB differs
+	}
+	if err := os.WriteFile(p, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, flags := range []int{os.O_RDONLY, os.O_RDONLY | syscall.O_DIRECT} {
+		f, err := os.OpenFile(p, flags, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 1<<20)
+		got := make([]byte, 0, size)
+		// A first short read leaves every later request 4 KiB off the
+		// blocks' alignment.
+		for off, n := int64(0), 4096; ; n = len(buf) {
+			k, err := f.ReadAt(buf[:n], off)
+			got = append(got, buf[:k]...)
+			off += int64(k)
+			if err != nil || k == 0 {
+				break
+			}
+		}
+		f.Close()
+		if len(got) != size {
+			t.Fatalf("flags %#x: read %d bytes, want %d", flags, len(got), size)
+		}
+		if !bytes.Equal(got, want) {
+			i := firstDiff(got, want)
+			t.Fatalf("flags %#x: byte %d reads %#x, want %#x", flags, i, got[i], want[i])
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for s.fsys.rab.held() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the mount holds %d bytes of read-ahead after every file is closed", s.fsys.rab.held())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
