@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -15,6 +16,13 @@ const gib = 1 << 30
 
 func gbps(bytes int64, d time.Duration) float64 { return float64(bytes) / d.Seconds() / 1e9 }
 
+// allocated returns the bytes this process has allocated on the heap so far.
+func allocated() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc
+}
+
 // BenchmarkDataPath: sequential write and read of 1 GiB through the client
 // library, striped over 4 data servers on loopback, against a raw
 // 4-connection loopback TCP transfer of the same bytes in the same run.
@@ -23,6 +31,7 @@ func BenchmarkDataPath(b *testing.B) {
 	if testing.Short() {
 		size = 64 << 20
 	}
+	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		raw, err := LoopbackTCP(size, 4)
 		if err != nil {
@@ -43,6 +52,7 @@ func BenchmarkDataPath(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		alloc0 := allocated()
 		start := time.Now()
 		for off := int64(0); off < size; off += int64(len(buf)) {
 			if _, err := f.WriteAt(buf, off); err != nil {
@@ -54,11 +64,13 @@ func BenchmarkDataPath(b *testing.B) {
 			b.Fatal(err)
 		}
 		durable := time.Since(start)
+		writeAlloc := allocated() - alloc0
 
 		r, err := c.Open(ctx, "/bench")
 		if err != nil {
 			b.Fatal(err)
 		}
+		alloc0 = allocated()
 		start = time.Now()
 		for off := int64(0); off < size; off += int64(len(buf)) {
 			if _, err := r.ReadAt(buf, off); err != nil {
@@ -66,6 +78,7 @@ func BenchmarkDataPath(b *testing.B) {
 			}
 		}
 		read := time.Since(start)
+		readAlloc := allocated() - alloc0
 		r.Close()
 
 		rawG := raw / 1e9
@@ -77,6 +90,8 @@ func BenchmarkDataPath(b *testing.B) {
 		b.ReportMetric(rd/rawG, "read_ratio")
 		b.ReportMetric(wd/rawG, "durable_write_ratio")
 		b.ReportMetric(w/(diskBuf/1e9), "write_vs_disk")
+		b.ReportMetric(float64(writeAlloc)/float64(size), "write_alloc_B/B")
+		b.ReportMetric(float64(readAlloc)/float64(size), "read_alloc_B/B")
 		fmt.Printf("\ndata path, %d MiB striped width=4 unit=1M over 4 DSes on loopback:\n", size>>20)
 		fmt.Printf("  baseline: raw loopback TCP, 4 connections  %6.2f GB/s\n", rawG)
 		fmt.Printf("  write (until the last WriteAt returns)     %6.2f GB/s  ratio %.2f (target >= 0.6)\n", w, w/rawG)
@@ -85,6 +100,8 @@ func BenchmarkDataPath(b *testing.B) {
 		fmt.Printf("    raw disk, buffered                       %6.2f GB/s  (Strata write / raw disk %.2f)\n", diskBuf/1e9, w/(diskBuf/1e9))
 		fmt.Printf("    raw disk, + fsync                        %6.2f GB/s  (Strata durable / raw disk durable %.2f)\n", diskSync/1e9, wd/(diskSync/1e9))
 		fmt.Printf("  read (fresh open, CRC verified)            %6.2f GB/s  ratio %.2f (target >= 0.6)\n", rd, rd/rawG)
+		fmt.Printf("  heap allocated per byte moved (client and data servers, this process; load-independent):\n")
+		fmt.Printf("    write + close %.3f B/B, read %.3f B/B\n", float64(writeAlloc)/float64(size), float64(readAlloc)/float64(size))
 	}
 }
 
