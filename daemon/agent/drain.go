@@ -271,7 +271,7 @@ func (d *drainer) consider(j drainJob, now time.Time, final bool) {
 func (d *drainer) work(ctx context.Context) {
 	// Files drained to (and read back from) the global namespace are
 	// the job's drain traffic for the data servers' QoS schedulers.
-	ctx = client.WithTag(ctx, qos.Tag{Job: strconv.FormatUint(uint64(d.t.st.Job), 10), Class: qos.ClassDrain})
+	ctx = client.WithTag(ctx, d.t.qosTag(qos.ClassDrain))
 	for {
 		select {
 		case <-ctx.Done():

@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -62,7 +61,7 @@ type stageSum struct {
 func (s *Server) stageIn(ctx context.Context, t *tier, tc *client.Client, id identity) error {
 	// Reads of the global namespace are the job's stage-in traffic for
 	// the data servers' QoS schedulers.
-	ctx = client.WithTag(ctx, qos.Tag{Job: strconv.FormatUint(uint64(t.st.Job), 10), Class: qos.ClassStage})
+	ctx = client.WithTag(ctx, t.qosTag(qos.ClassStage))
 	start := time.Now()
 	gc, err := t.globalClient(s.cfg.GlobalMDS)
 	if err != nil {

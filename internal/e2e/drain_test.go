@@ -48,6 +48,7 @@ func TestTierDrain(t *testing.T) {
 	t.Run("Requeued", func(t *testing.T) { testRequeued(t, e) })
 	t.Run("Cancelled", func(t *testing.T) { testCancelled(t, e) })
 	t.Run("PrologFailed", func(t *testing.T) { testPrologFailed(t, e) })
+	t.Run("Ledger", func(t *testing.T) { testLedger(t, e) })
 }
 
 // Six 40 MB checkpoints appear under the drain rule as the job ends (moved
