@@ -110,6 +110,18 @@ func TestDev(t *testing.T) {
 	if code, body := httpGet(t, adminURL[1]+"/metrics"); code != 200 || !strings.Contains(body, "# TYPE") {
 		t.Errorf("metrics: %d %s", code, body)
 	}
+	// The admin API's changes work in dev with the token it printed.
+	token := regexp.MustCompile(`(?m)^  token  ([0-9a-f]{32}) `).FindStringSubmatch(out)
+	if token == nil {
+		t.Fatalf("dev printed no admin token:\n%s", out)
+	}
+	policy := `{"classes": {"io": {"weight": 7}, "drain": {"weight": 1}}}`
+	if code, body := httpDo(t, http.MethodPut, adminURL[1]+"/v1/qos/policy", token[1], policy); code != http.StatusOK || !strings.Contains(body, `"weight": 7`) {
+		t.Errorf("PUT /v1/qos/policy with the printed token: %d %s", code, body)
+	}
+	if code, _ := httpDo(t, http.MethodPut, adminURL[1]+"/v1/qos/policy", "", policy); code != http.StatusUnauthorized {
+		t.Errorf("PUT /v1/qos/policy without a token: %d, want 401", code)
+	}
 	d.stop(t)
 	if out := d.out.String(); !strings.HasSuffix(out, "strata dev: stopping\nstrata dev: stopped\n") {
 		t.Errorf("dev stop printed:\n%s", out)
@@ -122,6 +134,9 @@ func TestDev(t *testing.T) {
 	waitFor(t, "dev to be up again", d, func() bool { return strings.Contains(d.out.String(), "try: ") })
 	if out := strata(t, env, "ls", "/").ok(t).stdout; out != "kept\n" {
 		t.Errorf("after restart ls / = %q", out)
+	}
+	if !strings.Contains(d.out.String(), "  token  "+token[1]+" ") {
+		t.Errorf("the admin token changed across runs on one directory:\n%s", d.out.String())
 	}
 }
 

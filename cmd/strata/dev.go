@@ -23,7 +23,9 @@ start it again on the same directory and the namespace is still there).
 It listens on fixed ports, so that client commands find it with no flags:
   strata dev --dir /tmp/s &
   strata ls /
-SIGINT (Ctrl-C) or SIGTERM stops it cleanly.`)
+The admin API's changes (PUT /v1/qos/policy) take the bearer token it
+prints: --admin-token, else the one kept in DIR/admin-token (made at the
+first run). SIGINT (Ctrl-C) or SIGTERM stops it cleanly.`)
 	dir, logLevel := devDir(), "error"
 	nds, dsPort := 4, 7201
 	mdsAddr, raftAddr, adminAddr, defLayout := "127.0.0.1:7000", "127.0.0.1:7100", "127.0.0.1:7080", ""
@@ -33,6 +35,8 @@ SIGINT (Ctrl-C) or SIGTERM stops it cleanly.`)
 	o.str("mds_addr", "MDS `address`", &mdsAddr)
 	o.str("raft_addr", "MDS raft `address`", &raftAddr)
 	o.str("admin_addr", "admin REST API `address`; \"off\" disables it", &adminAddr)
+	var adminToken string
+	o.str("admin_token", "bearer `token` of the admin API's changes; default: DIR/admin-token's, made at the first run", &adminToken)
 	o.int("ds_port", "`port` of the first data server, the others follow; 0 picks free ports", &dsPort)
 	o.str("default_layout", "cluster default `layout` string; default the MDS's (width=4,unit=1M,scheme=none)", &defLayout)
 	var nf nfsFlags
@@ -51,6 +55,12 @@ SIGINT (Ctrl-C) or SIGTERM stops it cleanly.`)
 	}
 	if adminAddr == "off" || adminAddr == "" {
 		opts.AdminAddr = "-"
+	}
+	tokenFile := ""
+	if opts.AdminAddr != "-" {
+		if opts.AdminToken, tokenFile, err = devToken(dir, adminToken); err != nil {
+			return fmt.Errorf("dev: %w", err)
+		}
 	}
 	for i := range opts.DSAddrs {
 		port := 0
@@ -76,7 +86,7 @@ SIGINT (Ctrl-C) or SIGTERM stops it cleanly.`)
 		_ = c.Close()
 		return fmt.Errorf("dev: nfs: %w", err)
 	}
-	printDev(a, c)
+	printDev(a, c, opts.AdminToken, tokenFile)
 	if ns != nil {
 		fmt.Fprintf(a.stdout, "  nfs    %s (mount -t nfs4 -o vers=4.1,port=PORT HOST:/ DIR)\n", nf.addr)
 	}
@@ -92,12 +102,18 @@ SIGINT (Ctrl-C) or SIGTERM stops it cleanly.`)
 	return nil
 }
 
-func printDev(a *app, c *localcluster.Cluster) {
+func printDev(a *app, c *localcluster.Cluster, token, tokenFile string) {
 	w := a.stdout
 	fmt.Fprintf(w, "strata dev: up, data in %s\n", c.Dir())
 	fmt.Fprintf(w, "  mds    %s\n", c.MDSAddr())
 	if c.AdminAddr() != "-" {
 		fmt.Fprintf(w, "  admin  http://%s/v1/cluster\n", c.AdminAddr())
+		where := ""
+		if tokenFile != "" {
+			where = ", kept in " + tokenFile
+		}
+		fmt.Fprintf(w, "  token  %s (the admin API's changes: curl -H \"Authorization: Bearer %s\" -X PUT --data-binary @policy.json http://%s/v1/qos/policy%s)\n",
+			token, token, c.AdminAddr(), where)
 	}
 	for i := range c.NumDS() {
 		fmt.Fprintf(w, "  %-6s %s\n", localcluster.DSID(i), c.DSAddr(i))
