@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -42,6 +43,9 @@ type Config struct {
 	// docs/security.md.
 	Auth  identity.Credentials
 	Munge *identity.Munge
+	// TLS, if set, is the TLS every call to the MDS and the data servers
+	// speaks (rpc.TLSFiles.ClientConfig); nil: plain HTTP.
+	TLS *tls.Config
 }
 
 // DefaultConfig returns the defaults: the dev MDS, this process's identity.
@@ -106,7 +110,7 @@ func New(cfg Config) (*Client, error) {
 	if c.cfg.Auth == nil && c.cfg.Munge != nil {
 		c.cfg.Auth = identity.NewSessionCredentials(*c.cfg.Munge, c.openSession)
 	}
-	rc := rpc.ClientConfig{Timeout: cfg.Timeout, MaxConnsPerHost: 4 * cfg.MaxInflight}
+	rc := rpc.ClientConfig{Timeout: cfg.Timeout, MaxConnsPerHost: 4 * cfg.MaxInflight, TLS: cfg.TLS}
 	if c.cfg.Auth != nil {
 		rc.Auth = c.header
 	}

@@ -76,6 +76,7 @@ func newAgentFlags() *agentFlags {
 	o.str("global_mds", "the global namespace's MDS `address`(es), comma separated (required)", &cfg.GlobalMDS)
 	o.str("secret_file", "the global namespace's cluster secret `file` (required)", &af.secretFile)
 	o.str("munge_socket", "munged's `socket`, which the tiers' MDSes verify users' MUNGE credentials with", &af.cfg.MungeSocket)
+	tlsOptions(o, &cfg.GlobalTLS, false)
 	o.str("addr", "this node's IP `address`, where its tier daemons listen (required)", &cfg.Addr)
 	o.str("node_addrs", "node addresses, `NAME=IP,...`; others are looked up with scontrol show node", &af.nodeAddrs)
 	o.str("mount_prefix", "`directory` tiers are mounted in, as PREFIX/JOBID", &af.mountPrefix)

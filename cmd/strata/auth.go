@@ -20,12 +20,16 @@ func defaultSecretFiles() []string {
 	return []string{"/etc/strata/secret", "/var/lib/strata/mds/secret", filepath.Join(devDir(), "secret")}
 }
 
-// clientAuth sets how a client command proves who it is (docs/security.md):
+// clientAuth sets how a client command proves who it is (docs/security.md),
+// and its TLS (clientTLS):
 // with the cluster secret (secretFile, else $STRATA_SECRET_FILE, else for
 // root the default files) as a node daemon acting for this process's user;
 // otherwise with MUNGE ($STRATA_MUNGE_SOCKET, else munged's default
 // socket), which opens a session.
 func clientAuth(a *app, cfg *client.Config, secretFile string) error {
+	if err := clientTLS(a, cfg); err != nil {
+		return err
+	}
 	if secretFile == "" {
 		secretFile = a.getenv("STRATA_SECRET_FILE")
 	}

@@ -48,6 +48,22 @@ func (o *options) str(key, help string, p *string) {
 	o.add(key, help, *p, func(v string) error { *p = v; return nil })
 }
 
+// boolean declares a key that is true (true, 1, yes) or false (false, 0,
+// no, empty).
+func (o *options) boolean(key, help string, p *bool) {
+	o.add(key, help, strconv.FormatBool(*p), func(v string) error {
+		switch v {
+		case "true", "1", "yes":
+			*p = true
+		case "false", "0", "no", "":
+			*p = false
+		default:
+			return fmt.Errorf("%s: %q is not true or false", key, v)
+		}
+		return nil
+	})
+}
+
 func (o *options) dur(key, help string, p *time.Duration) {
 	o.add(key, help, p.String(), func(v string) error {
 		d, err := time.ParseDuration(v)

@@ -49,6 +49,12 @@ func withClientSecret(ctx context.Context, a *app, addr, secretFile string, fn f
 // keeping the system's reason ("connection refused").
 func unavailableCause(err error) error {
 	msg := err.Error()
+	if strings.Contains(msg, "closed connection before returning the first response byte") {
+		return errors.New("it closed the connection without an answer: if it speaks TLS, set STRATA_TLS_CA to the cluster's CA file (docs/security.md)")
+	}
+	if i := strings.Index(msg, "tls: "); i >= 0 {
+		return errors.New(msg[i:])
+	}
 	if i := strings.LastIndex(msg, ": "); i >= 0 {
 		return errors.New(msg[i+2:])
 	}

@@ -41,6 +41,7 @@ environment, which wins over the file. SIGINT or SIGTERM stops it cleanly.`)
 	o.int("qos_max_inflight", "reads and writes served at once (`number`); more wait in the QoS queues", &cfg.QoSMaxInflight)
 	o.int("qos_max_queued", "reads and writes that may wait (`number`); one more is answered EBUSY", &cfg.QoSMaxQueued)
 	rpcOptions(o, &cfg.RPC, true)
+	tlsOptions(o, &cfg.TLS, true)
 	nfsAddr := ""
 	o.str("nfs", "serve NFSv3 for pNFS flex-files clients (docs/nfs.md) on this `address`, e.g. 0.0.0.0:2049; off if empty", &nfsAddr)
 	o.str("log_level", "`level`: debug, info, warn or error", &logLevel)
@@ -50,6 +51,9 @@ environment, which wins over the file. SIGINT or SIGTERM stops it cleanly.`)
 	}
 	if cfg.ID == "" {
 		return usageErrorf("ds", "--id is required")
+	}
+	if cfg.TLS.On() && nfsAddr != "" && nfsAddr != "off" {
+		return usageErrorf("ds", "--nfs is not available with TLS yet (the NFSv3 service calls the data server in plain RPC)")
 	}
 	if secretFile == "" {
 		return usageErrorf("ds", "--secret-file is required (the file the MDS created)")

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/capability"
 	"github.com/strata-hpc/strata/jobtier"
 )
@@ -22,6 +23,9 @@ type Config struct {
 
 	GlobalMDS string // the global namespace's MDS address(es), comma separated
 	Secret    []byte // the global namespace's cluster secret (capability.SecretSize)
+	// GlobalTLS, if set, is the TLS of every call to the global namespace
+	// (its MDS and data servers; docs/security.md). Tiers speak plain.
+	GlobalTLS rpc.TLSFiles
 	// MungeSocket is munged's socket, which the tier MDSes verify their
 	// users' MUNGE credentials with; empty: munged's default.
 	MungeSocket string
@@ -142,6 +146,8 @@ func (c Config) Validate() error {
 		return bad("global MDS address is required")
 	case len(c.Secret) != capability.SecretSize:
 		return bad("secret must be %d bytes, got %d", capability.SecretSize, len(c.Secret))
+	case c.GlobalTLS.Validate() != nil:
+		return bad("%v", c.GlobalTLS.Validate())
 	case c.Strata == "" || !filepath.IsAbs(c.Strata):
 		return bad("strata binary %q: want an absolute path", c.Strata)
 	case !filepath.IsAbs(c.Socket) || !filepath.IsAbs(c.StateDir) || !filepath.IsAbs(c.NVMeDir) || !filepath.IsAbs(c.HintsDir):

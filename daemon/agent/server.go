@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,6 +40,7 @@ type Server struct {
 	deps   Deps
 	log    *slog.Logger
 	global *client.Client // the global namespace, as root: the registry
+	gtls   *tls.Config    // Config.GlobalTLS loaded; nil: plain
 
 	stageLim *limiter   // StageRate, shared by every stage-in of the node
 	capMu    sync.Mutex // serializes capacity checks (capacity.go)
@@ -70,8 +72,15 @@ func New(cfg Config, deps Deps) (*Server, error) {
 			return string(out), err
 		}
 	}
+	var gtls *tls.Config
+	if cfg.GlobalTLS.On() {
+		var err error
+		if gtls, err = cfg.GlobalTLS.ClientConfig(); err != nil {
+			return nil, fmt.Errorf("agent: global namespace: %w", err)
+		}
+	}
 	g, err := client.New(client.Config{MDS: cfg.GlobalMDS, Timeout: 10 * time.Second, FailoverTimeout: 5 * time.Second,
-		Auth: cred.NewNodeCredentials(cfg.Secret, cred.RoleNode, cfg.Node, "")})
+		Auth: cred.NewNodeCredentials(cfg.Secret, cred.RoleNode, cfg.Node, ""), TLS: gtls})
 	if err != nil {
 		return nil, err
 	}
@@ -80,6 +89,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		deps:   deps,
 		log:    deps.Log.With("component", "agent", "node", cfg.Node),
 		global: g,
+		gtls:   gtls,
 		ready:  make(chan struct{}),
 		tiers:  map[uint32]*tier{},
 

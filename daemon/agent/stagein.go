@@ -147,7 +147,7 @@ func (t *tier) addStaged(p stagePiece, start time.Time) {
 // creates is the user's.
 func (t *tier) globalClient(mds string) (*client.Client, error) {
 	user := cred.ActingFor(t.globalCreds, cred.Actor{Uid: t.st.UID, Gid: t.st.GID})
-	return client.New(client.Config{MDS: mds, Timeout: 30 * time.Second, Cred: rpc.Cred{Uid: t.st.UID, Gid: t.st.GID}, Auth: user})
+	return client.New(client.Config{MDS: mds, Timeout: 30 * time.Second, Cred: rpc.Cred{Uid: t.st.UID, Gid: t.st.GID}, Auth: user, TLS: t.globalTLS})
 }
 
 // stageErr is the user-facing error of a failed stage-in of a source. It

@@ -3,6 +3,7 @@ package agent
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,6 +110,7 @@ type tier struct {
 	// What the agent's calls authenticate with (docs/security.md): to the
 	// global namespace with its secret, to the tier with the tier's.
 	globalCreds, tierCreds cred.Credentials
+	globalTLS              *tls.Config // nil: plain
 }
 
 // saveLocked writes the state atomically; the caller holds smu.
@@ -162,6 +164,7 @@ func (s *Server) newTier(job uint32) *tier {
 		data:        filepath.Join(s.cfg.NVMeDir, "job-"+id),
 		globalCreds: cred.NewNodeCredentials(s.cfg.Secret, cred.RoleNode, s.cfg.Node, ""),
 		tierCreds:   cred.NewNodeCredentials(jobSecret(s.cfg.Secret, job), cred.RoleNode, s.cfg.Node, ""),
+		globalTLS:   s.gtls,
 	}
 }
 

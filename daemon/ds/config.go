@@ -60,6 +60,10 @@ type Config struct {
 	// peer, request-body memory (rpc.ServerConfig); zero fields take
 	// rpc's defaults.
 	RPC rpc.ServerConfig
+
+	// TLS, if set, is TLS on the listener and on the heartbeats to the
+	// MDS (docs/security.md); zero: plain.
+	TLS rpc.TLSFiles
 }
 
 // DefaultConfig returns a Config with every optional field set to its
@@ -103,6 +107,12 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	if err := validID(c.ID); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if err := c.TLS.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if c.TLS.On() && c.TLS.Cert == "" {
+		return fmt.Errorf("%w: TLS needs the data server's certificate and key files", ErrConfig)
 	}
 	if c.Node != "" {
 		if err := rpc.CheckName("node", c.Node); err != nil {

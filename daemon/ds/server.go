@@ -2,6 +2,7 @@ package ds
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -99,12 +100,27 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("ds %s: %w", cfg.ID, err)
 	}
 	s.rpc.StreamBodies() // writes carry MiBs
+
+	// TLS of the listener, and of the heartbeats and the calls to other
+	// data servers (rebuild, drain, repair).
+	var clientTLS *tls.Config
+	if cfg.TLS.On() {
+		srvTLS, err := cfg.TLS.ServerConfig()
+		if err == nil {
+			clientTLS, err = cfg.TLS.ClientConfig()
+		}
+		if err != nil {
+			st.close()
+			return nil, fmt.Errorf("ds %s: %w", cfg.ID, err)
+		}
+		s.rpc.UseTLS(srvTLS)
+	}
 	s.auth = identity.NewVerifier(identity.VerifierConfig{Secret: cfg.Secret, Groups: noGroups{}, AdminGroup: -1, Clock: deps.Clock})
 	s.rpc.Authenticate(s.authenticate)
 	timeout := min(max(cfg.HeartbeatInterval, time.Second), 10*time.Second)
 	creds := identity.NewNodeCredentials(cfg.Secret, identity.RoleDS, cfg.Node, cfg.ID).WithClock(deps.Clock)
-	s.hb = rpc.NewClient(rpc.ClientConfig{Timeout: timeout, MaxConnsPerHost: 2, Auth: creds.Header})
-	s.peers = rpc.NewClient(rpc.ClientConfig{Timeout: peerCallTimeout, MaxConnsPerHost: 16, Auth: creds.Header})
+	s.hb = rpc.NewClient(rpc.ClientConfig{Timeout: timeout, MaxConnsPerHost: 2, Auth: creds.Header, TLS: clientTLS})
+	s.peers = rpc.NewClient(rpc.ClientConfig{Timeout: peerCallTimeout, MaxConnsPerHost: 16, Auth: creds.Header, TLS: clientTLS})
 	return s, nil
 }
 

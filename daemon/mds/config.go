@@ -52,6 +52,10 @@ type Config struct {
 	AdminGroup   string          // members of this group (name or gid) are admins, besides root on a trusted node; empty: none
 	Owner        string          // uid: serve only this user and node daemons (a job tier's MDS); empty: everyone
 	NoAuth       bool            // take every caller's word (benchmarks of the cost of authentication only; no flag sets it)
+
+	// TLS, if set, is TLS on the RPC listener, on the MDS's calls to data
+	// servers and on raft (tls.go, docs/security.md); zero: plain.
+	TLS rpc.TLSFiles
 }
 
 // builtinPolicy fills whatever DefaultLayout leaves unset.
@@ -151,6 +155,12 @@ func (c Config) Validate() error {
 	}
 	if _, err := lookupGroup(c.AdminGroup); err != nil {
 		return fmt.Errorf("%w: admin group: %w", ErrConfig, err)
+	}
+	if err := c.TLS.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if c.TLS.On() && c.TLS.Cert == "" {
+		return fmt.Errorf("%w: TLS needs the MDS's certificate and key files", ErrConfig)
 	}
 	if _, err := parseOwner(c.Owner); err != nil {
 		return fmt.Errorf("%w: owner: %w", ErrConfig, err)

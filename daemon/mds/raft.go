@@ -2,6 +2,7 @@ package mds
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -23,9 +24,10 @@ type raftOptions struct {
 	Timeout           time.Duration
 	SnapshotThreshold uint64
 	Log               hclog.Logger
-	Peers             []peer // initial voters; empty: this node alone
-	Secret            []byte // the cluster secret: peers prove it (raftauth.go)
-	Join              bool   // never bootstrap
+	Peers             []peer      // initial voters; empty: this node alone
+	Secret            []byte      // the cluster secret: peers prove it (raftauth.go)
+	TLS, TLSDial      *tls.Config // if set, raft connections speak TLS: accepted with TLS, dialled with TLSDial
+	Join              bool        // never bootstrap
 }
 
 // raftNode is a running raft with the stores it owns.
@@ -81,7 +83,7 @@ func openRaft(o raftOptions, f raft.FSM) (_ *raftNode, err error) {
 	if err != nil {
 		return n, fmt.Errorf("open snapshot store: %w", err)
 	}
-	stream, err := newAuthStream(o.Addr, o.Secret)
+	stream, err := newAuthStream(o.Addr, o.Secret, o.TLS, o.TLSDial)
 	if err != nil {
 		return n, fmt.Errorf("raft transport on %s: %w", o.Addr, err)
 	}

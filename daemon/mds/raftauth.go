@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -60,11 +61,13 @@ type authStream struct {
 	once   sync.Once
 	wg     sync.WaitGroup
 	advert net.Addr
+	tls    *tls.Config // if set, accepted connections speak TLS (before the handshake)
+	dial   *tls.Config // if set, dialled connections speak TLS
 }
 
 var _ raft.StreamLayer = (*authStream)(nil)
 
-func newAuthStream(addr string, secret []byte) (*authStream, error) {
+func newAuthStream(addr string, secret []byte, srvTLS, dialTLS *tls.Config) (*authStream, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -73,7 +76,8 @@ func newAuthStream(addr string, secret []byte) (*authStream, error) {
 		ln.Close()
 		return nil, fmt.Errorf("raft address %s is not one peers can reach: give the node's own address", addr)
 	}
-	s := &authStream{ln: ln, key: raftKey(secret), conns: make(chan net.Conn), done: make(chan struct{}), advert: ln.Addr()}
+	s := &authStream{ln: ln, key: raftKey(secret), conns: make(chan net.Conn), done: make(chan struct{}), advert: ln.Addr(),
+		tls: srvTLS, dial: dialTLS}
 	s.wg.Add(1)
 	go s.acceptLoop()
 	return s, nil
@@ -89,6 +93,9 @@ func (s *authStream) acceptLoop() {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			if s.tls != nil {
+				c = tls.Server(c, s.tls) // the handshake runs in serverHandshake's first read, under its deadline
+			}
 			if err := s.serverHandshake(c); err != nil {
 				c.Close()
 				return
@@ -152,6 +159,13 @@ func (s *authStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.C
 	c, err := net.DialTimeout("tcp", string(addr), timeout)
 	if err != nil {
 		return nil, err
+	}
+	if s.dial != nil {
+		cfg := s.dial.Clone()
+		if host, _, err := net.SplitHostPort(string(addr)); err == nil && cfg.ServerName == "" {
+			cfg.ServerName = host
+		}
+		c = tls.Client(c, cfg)
 	}
 	if err := s.clientHandshake(c); err != nil {
 		c.Close()

@@ -16,7 +16,7 @@ import (
 // handshake) get nothing.
 func TestRaftPeersProveTheSecret(t *testing.T) {
 	secret, other := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
-	srv, err := newAuthStream("127.0.0.1:0", secret)
+	srv, err := newAuthStream("127.0.0.1:0", secret, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestRaftPeersProveTheSecret(t *testing.T) {
 	}()
 	addr := raft.ServerAddress(srv.Addr().String())
 
-	good, err := newAuthStream("127.0.0.1:0", secret)
+	good, err := newAuthStream("127.0.0.1:0", secret, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestRaftPeersProveTheSecret(t *testing.T) {
 		t.Fatalf("accepted %q", b)
 	}
 
-	bad, err := newAuthStream("127.0.0.1:0", other)
+	bad, err := newAuthStream("127.0.0.1:0", other, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

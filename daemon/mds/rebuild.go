@@ -104,7 +104,7 @@ func newRebuilder(s *Server) *rebuilder {
 	return &rebuilder{
 		s:      s,
 		bucket: qos.NewBucket(rate, max(rate/4, rebuildWindow), s.clock),
-		dsc:    rpc.NewClient(rpc.ClientConfig{Timeout: rebuildCallTimeout, MaxConnsPerHost: 4 * s.cfg.RebuildParallel}),
+		dsc:    rpc.NewClient(rpc.ClientConfig{Timeout: rebuildCallTimeout, MaxConnsPerHost: 4 * s.cfg.RebuildParallel, TLS: s.tls.client}),
 		kick:   make(chan struct{}, 1),
 		wake:   make(chan struct{}, 1),
 		tasks:  map[compKey]*task{},

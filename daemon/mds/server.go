@@ -48,6 +48,7 @@ type Server struct {
 	groups    *groupCache // callers' supplementary groups (caller.go)
 	dsc       *rpc.Client // calls to data servers (GC)
 	auth      *authState  // who is asking (auth.go)
+	tls       tlsConfigs  // Config.TLS loaded; zero: plain (tls.go)
 	ready     chan struct{}
 	office    atomic.Uint64 // the raft term this node last took office in (ha.go)
 
@@ -84,6 +85,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	tlsc, err := loadTLS(cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg:    cfg,
 		log:    deps.Log.With("component", "mds", "mds_id", cfg.ID),
@@ -97,9 +102,10 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		met:    &metrics{},
 		rmet:   &repairMetrics{},
 		wr:     newWriters(deps.Clock),
-		dsc:    rpc.NewClient(rpc.ClientConfig{Timeout: gcCallTimeout, MaxConnsPerHost: gcParallel}),
+		dsc:    rpc.NewClient(rpc.ClientConfig{Timeout: gcCallTimeout, MaxConnsPerHost: gcParallel, TLS: tlsc.client}),
 		ready:  make(chan struct{}),
 		auth:   auth,
+		tls:    tlsc,
 	}
 	s.rb = newRebuilder(s)
 	return s, nil
@@ -131,6 +137,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		Peers:             peers,
 		Join:              s.cfg.Join,
 		Secret:            s.cfg.Secret,
+		TLS:               s.tls.raft,
+		TLSDial:           s.tls.client,
 	}, s.fsm)
 	if err != nil {
 		return fmt.Errorf("mds: start: %w", err)
@@ -148,6 +156,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		return errors.Join(fmt.Errorf("mds: start: %w", err), ln.Close(), node.close())
 	}
 	s.srv.Authenticate(s.authenticate)
+	if s.tls.server != nil {
+		s.srv.UseTLS(s.tls.server)
+	}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.prop.run(bg, &s.wg)

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,9 @@ type ClientConfig struct {
 	// Auth returns the Authorization header of a call made in ctx (the
 	// caller's credential, identity.Credentials); nil or "" sends none.
 	Auth func(ctx context.Context) (string, error)
+	// TLS, if set, is the TLS every call speaks (TLSFiles.ClientConfig);
+	// nil: plain HTTP.
+	TLS *tls.Config
 }
 
 type authKey struct{}
@@ -91,6 +95,8 @@ func (c *Client) host(addr string) *fasthttp.HostClient {
 			// each is tried (and dropped) in turn, then a fresh one.
 			MaxIdemponentCallAttempts: c.cfg.MaxConnsPerHost + 2,
 			RetryIfErr:                retryStale,
+			IsTLS:                     c.cfg.TLS != nil,
+			TLSConfig:                 c.cfg.TLS,
 		}
 		c.hosts[addr] = hc
 	}
@@ -142,7 +148,11 @@ func (c *Client) CallVec(ctx context.Context, addr, method string, req any, data
 		c.moved.Add(uint64(len(d)))
 	}
 	hreq.Header.SetMethod(fasthttp.MethodPost)
-	hreq.SetRequestURI("http://" + addr + "/rpc/" + method)
+	scheme := "http://"
+	if c.cfg.TLS != nil {
+		scheme = "https://"
+	}
+	hreq.SetRequestURI(scheme + addr + "/rpc/" + method)
 	if cr, ok := CredFrom(ctx); ok {
 		hreq.Header.Set(credHeader, formatCred(cr))
 	}

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -154,6 +155,7 @@ type Authenticator func(ctx context.Context, method string, auth []byte, peer ne
 // Server serves a Mux over HTTP/1.1 with fasthttp.
 type Server struct {
 	auth Authenticator
+	tls  *tls.Config // nil: plain HTTP
 	mux  *Mux
 	cfg  ServerConfig
 	log  *slog.Logger
@@ -208,8 +210,17 @@ func (s *Server) StreamBodies() { s.srv.StreamRequestBody = true }
 // Call it before Serve.
 func (s *Server) Authenticate(fn Authenticator) { s.auth = fn }
 
+// UseTLS has the server speak TLS with c on every connection it accepts
+// (TLSFiles.ServerConfig): a caller that does not, or presents a
+// certificate c does not accept, is refused in the handshake. Call it
+// before Serve.
+func (s *Server) UseTLS(c *tls.Config) { s.tls = c }
+
 // Serve accepts connections on ln until Shutdown; it returns nil after Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
+	}
 	err := s.srv.Serve(ln)
 	if errors.Is(err, net.ErrClosed) {
 		return nil

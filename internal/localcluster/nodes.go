@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -283,6 +284,9 @@ func (c *Cluster) NumDS() int { return len(c.ds) }
 // MDSAddr returns the MDS's RPC address; with several replicas, all of
 // them, comma-separated (clients and data servers take such a list).
 func (c *Cluster) MDSAddr() string { return strings.Join(c.mdsAddrs, ",") }
+
+// RaftAddrs returns each replica's raft address.
+func (c *Cluster) RaftAddrs() []string { return slices.Clone(c.raftAddrs) }
 
 // MDSReplicaAddr returns replica i's RPC address.
 func (c *Cluster) MDSReplicaAddr(i int) string { return c.mdsAddrs[i] }

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/ds"
 	"github.com/strata-hpc/strata/daemon/mds"
+	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/localcluster"
 )
 
@@ -108,4 +109,24 @@ func Context(t testing.TB, d time.Duration) context.Context {
 // changes that carry token ("" : none).
 func WithAdmin(token string) Option {
 	return func(o *localcluster.Options) { o.AdminAddr, o.AdminToken = "127.0.0.1:0", token }
+}
+
+// WithTLS runs every MDS replica (RPC and raft) and data server with TLS
+// from f (testcerts.Write); clients need f's CA (rpc.TLSFiles.ClientConfig).
+func WithTLS(f rpc.TLSFiles) Option {
+	return func(o *localcluster.Options) {
+		m, d := o.MDSConfig, o.DSConfig
+		o.MDSConfig = func(c *mds.Config) {
+			if m != nil {
+				m(c)
+			}
+			c.TLS = f
+		}
+		o.DSConfig = func(c *ds.Config) {
+			if d != nil {
+				d(c)
+			}
+			c.TLS = f
+		}
+	}
 }
