@@ -223,7 +223,11 @@ func (c *Client) do(addr string, hreq *fasthttp.Request, hresp *fasthttp.Respons
 		return err
 	}
 	vb := getVecBody()
-	defer vb.put()
+	// fasthttp closes and forgets the stream once it has written it, but
+	// not if the call failed before: hreq must not keep vb once it is back
+	// in the pool, where a server's reply may take it (and its Close then
+	// be that reply's).
+	defer func() { hreq.ResetBody(); vb.put() }()
 	vb.frame = appendFrame(vb.frame[:0], req)
 	vb.pieces = append(append(vb.pieces, vb.frame), data...)
 	size := vb.size()
