@@ -162,3 +162,40 @@ func TestServerRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestDataBytes: a Client counts the data it sends and receives (small
+// and streamed, 1 MiB), not the messages around it.
+func TestDataBytes(t *testing.T) {
+	mux := NewMux()
+	Handle(mux, "echo", func(_ context.Context, r *EntryReq) (*EntryReq, error) { return r, nil })
+	HandleData(mux, "twice", func(_ context.Context, r *DSReq, in []byte, out *Data) (*DSResp, error) {
+		p := out.Buffer(2 * len(in))
+		copy(p, in)
+		copy(p[len(in):], in)
+		out.Commit(len(p))
+		return &DSResp{Size: uint64(len(p))}, nil
+	})
+	addr := startServer(t, mux)
+	c := NewClient(ClientConfig{})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Call(ctx, addr, "echo", &EntryReq{Name: "a name of some length"}, &EntryReq{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.DataBytes(); n != 0 {
+		t.Fatalf("a call without data counted %d data bytes", n)
+	}
+	want := uint64(0)
+	for _, size := range []int{100, 1 << 20} {
+		in := bytes.Repeat([]byte{7}, size)
+		out := make([]byte, 2*size)
+		n, err := c.CallData(ctx, addr, "twice", &DSReq{}, in, &DSResp{}, out)
+		if err != nil || n != 2*size {
+			t.Fatalf("twice %d: %d, %v", size, n, err)
+		}
+		want += uint64(3 * size)
+		if got := c.DataBytes(); got != want {
+			t.Fatalf("after %d bytes out and %d back: DataBytes %d, want %d", size, 2*size, got, want)
+		}
+	}
+}
