@@ -27,8 +27,13 @@ import (
 // (DStagePublish) before it swaps the component into the layout in raft.
 // No file byte passes through the MDS.
 
-// peerCallTimeout bounds one read from a source.
-const peerCallTimeout = 30 * time.Second
+// peerCallTimeout bounds one read from a source; windowTimeout a whole
+// window's reading, under the MDS's 30s wait for the call: a window the
+// MDS gave up on writes nothing late into a copy it has started again.
+const (
+	peerCallTimeout = 20 * time.Second
+	windowTimeout   = 25 * time.Second
+)
 
 // registerRebuild installs the rebuild calls on mux.
 func (s *Server) registerRebuild(mux *rpc.Mux) {
@@ -106,17 +111,17 @@ func (s *Server) handleRebuild(ctx context.Context, req *rpc.RebuildReq) (*rpc.R
 		return nil, rpc.Errorf(syscall.EINVAL, "ds: rebuild: "+err.Error())
 	}
 	w := &window{s: s, req: req, l: layout.Layout{Width: int(req.Width), Unit: int64(req.Unit), Scheme: scheme}}
-	release, err := s.admit(ctx, &req.Cap, int64(req.Len))
-	if err != nil {
-		return nil, err
-	}
-	defer release()
+	rctx, cancel := context.WithTimeout(ctx, windowTimeout)
+	defer cancel()
 	p := make([]byte, req.Len)
 	var wire []byte
 	if req.Decode {
-		err = w.decode(ctx, p)
+		err = w.decode(rctx, p)
 	} else {
-		wire, p, err = w.copy(ctx, p)
+		wire, p, err = w.copy(rctx, p)
+	}
+	if err == nil {
+		err = rctx.Err()
 	}
 	if err != nil {
 		return nil, wireError(err)
@@ -127,6 +132,15 @@ func (s *Server) handleRebuild(ctx context.Context, req *rpc.RebuildReq) (*rpc.R
 	if wire == nil {
 		wire = rpc.AppendSums(nil, req.Off, p)
 	}
+	// The QoS scheduler admits the write here only: the reads were
+	// admitted by the sources' own, and a window waiting for its sources
+	// holds no slot of this server (two servers rebuilding from each
+	// other must not wait for each other's slots).
+	release, err := s.admit(rctx, &req.Cap, int64(len(p)))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if !req.Live {
 		if err := s.store.stageWrite(req.ID, req.Off, p, wire); err != nil {
 			return nil, wireError(err)
