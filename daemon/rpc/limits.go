@@ -49,9 +49,13 @@ type ServerConfig struct {
 	// BodyMemory caps the bytes of streamed request bodies held at once
 	// over every connection; default 256 MiB.
 	BodyMemory int64
-	// BodyWait is how long a call waits for BodyMemory before it is
-	// refused with EAGAIN; default 10s.
+	// BodyWait is how long a call waits for BodyMemory (or
+	// BufferedBodyMemory) before it is refused with EAGAIN; default 10s.
 	BodyWait time.Duration
+	// BufferedBodyMemory caps the bytes of the request bodies read whole
+	// (every call of a server that does not stream bodies, as the MDS)
+	// held at once; bodies of at most 4 KiB are not counted. Default 64 MiB.
+	BufferedBodyMemory int64
 }
 
 // DefaultServerConfig returns the defaults of every field.
@@ -67,6 +71,8 @@ func DefaultServerConfig() ServerConfig {
 		MaxConns:        16384,
 		BodyMemory:      256 << 20,
 		BodyWait:        10 * time.Second,
+
+		BufferedBodyMemory: 64 << 20,
 	}
 }
 
@@ -103,6 +109,9 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	if c.BodyWait == 0 {
 		c.BodyWait = d.BodyWait
 	}
+	if c.BufferedBodyMemory == 0 {
+		c.BufferedBodyMemory = d.BufferedBodyMemory
+	}
 	return c
 }
 
@@ -119,6 +128,8 @@ func (c ServerConfig) Validate() error {
 		return fmt.Errorf("%w: max conns per peer %d, max conns %d: need 1 <= per peer <= total", ErrConfig, c.MaxConnsPerPeer, c.MaxConns)
 	case c.BodyMemory < int64(c.MaxDataBody):
 		return fmt.Errorf("%w: body memory %d is less than one data body (%d)", ErrConfig, c.BodyMemory, c.MaxDataBody)
+	case c.BufferedBodyMemory < int64(c.MaxMetaBody):
+		return fmt.Errorf("%w: buffered body memory %d is less than one metadata body (%d)", ErrConfig, c.BufferedBodyMemory, c.MaxMetaBody)
 	}
 	return nil
 }

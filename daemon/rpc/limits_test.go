@@ -377,3 +377,63 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestBufferedBodyBounded: bodies a server reads whole (the MDS's calls)
+// never hold more than BufferedBodyMemory at once: a call that cannot get
+// room within BodyWait is refused from its headers with EAGAIN and a
+// message saying the server is busy; a connection that dies mid-body gives
+// its room back, and calls are served again.
+func TestBufferedBodyBounded(t *testing.T) {
+	const body = 60 << 10
+	mux := NewMux()
+	Handle(mux, "set", func(_ context.Context, r *EntryReq) (*EntryReq, error) { return r, nil })
+	cfg := ServerConfig{MaxMetaBody: 64 << 10, BufferedBodyMemory: 2*body + 100, BodyWait: 300 * time.Millisecond}
+	s, addr := startLimited(t, mux, cfg, false, nil)
+	waitUsed := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			used, _ := s.BufferedBodyMemory()
+			if used == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("buffered body memory in use: %d, want %d", used, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// Two connections send half of a 60 KiB body and stall.
+	var holders []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /rpc/set HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", body)
+		if _, err := c.Write(make([]byte, body/2)); err != nil {
+			t.Fatal(err)
+		}
+		holders = append(holders, c)
+	}
+	waitUsed(2 * body)
+	code, re := rawCall(t, addr, "set", body, make([]byte, body))
+	if code != http.StatusServiceUnavailable || re.Errno != uint32(syscall.EAGAIN) || !strings.Contains(re.Msg, "server busy") {
+		t.Fatalf("a third 60 KiB call: status %d, %v %q; want 503, EAGAIN, server busy", code, syscall.Errno(re.Errno), re.Msg)
+	}
+	holders[0].Close()
+	waitUsed(body)
+	c := NewClient(ClientConfig{})
+	defer c.Close()
+	name := strings.Repeat("n", 40<<10)
+	var got EntryReq
+	if err := c.Call(context.Background(), addr, "set", &EntryReq{Name: name}, &got); err != nil || got.Name != name {
+		t.Fatalf("a 40 KiB call once room was given back: %v", err)
+	}
+	holders[1].Close()
+	waitUsed(0)
+	if _, peak := s.BufferedBodyMemory(); peak > 2*body+100 {
+		t.Fatalf("buffered bodies held %d bytes at once, over the %d budget", peak, 2*body+100)
+	}
+}

@@ -161,7 +161,8 @@ type Server struct {
 	log  *slog.Logger
 	srv  *fasthttp.Server
 	mem  *bodyMemory
-	pool sync.Pool // *Data
+	bufd *bodyGrants // bodies read whole (bodygrant.go)
+	pool sync.Pool   // *Data
 }
 
 // NewServer returns a server for mux, bounded by cfg (zero fields take
@@ -174,7 +175,8 @@ func NewServer(mux *Mux, log *slog.Logger, cfg ServerConfig) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{mux: mux, cfg: cfg, log: log, mem: newBodyMemory(cfg.BodyMemory)}
+	s := &Server{mux: mux, cfg: cfg, log: log, mem: newBodyMemory(cfg.BodyMemory),
+		bufd: newBodyGrants(cfg.BufferedBodyMemory, cfg.BodyWait, 2*cfg.ReadTimeout)}
 	s.srv = &fasthttp.Server{
 		Handler:               s.serve,
 		HeaderReceived:        s.headerReceived,
@@ -235,6 +237,10 @@ func (s *Server) Shutdown() error { return s.srv.Shutdown() }
 // ever held at once.
 func (s *Server) BodyMemory() (used, peak int64) { return s.mem.stats() }
 
+// BufferedBodyMemory returns the bytes of bodies read whole held now and
+// the most ever held at once.
+func (s *Server) BufferedBodyMemory() (used, peak int64) { return s.bufd.mem.stats() }
+
 // limit returns the largest request body of h.
 func (s *Server) limit(h *handler) int {
 	switch {
@@ -265,6 +271,11 @@ func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfi
 	if hd != nil && hd.data {
 		rc.ReadTimeout = s.cfg.DataReadTimeout
 	}
+	// A body read whole waits for room in its budget; refused, fasthttp
+	// allocates nothing for it (transportError says the server is busy).
+	if !s.srv.StreamRequestBody && h.ContentLength() <= rc.MaxRequestBodySize && !s.bufd.take(h) {
+		rc.MaxRequestBodySize = 1
+	}
 	return rc
 }
 
@@ -272,9 +283,15 @@ func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfi
 // (a body over its limit, a timeout, a malformed request) with a wire
 // error, so that a client can tell the user why.
 func (s *Server) transportError(rc *fasthttp.RequestCtx, err error) {
+	defer s.bufd.done(rc)
 	errno := syscall.EINVAL
 	msg := "bad request: " + err.Error()
+	busyLen, busy := s.bufd.busy(&rc.Request.Header)
 	switch {
+	case busy:
+		method, _ := s.method(rc.Request.Header.RequestURI())
+		errno = syscall.EAGAIN
+		msg = fmt.Sprintf("%s: server busy: no memory for a %d-byte body within %v", method, busyLen, s.cfg.BodyWait)
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		method, hd := s.method(rc.Request.Header.RequestURI())
 		errno = syscall.E2BIG
@@ -293,6 +310,8 @@ func isTimeout(err error) bool {
 }
 
 func (s *Server) serve(rc *fasthttp.RequestCtx) {
+	s.bufd.serving(&rc.Request.Header)
+	defer s.bufd.done(rc)
 	method, h := s.method(rc.Path())
 	if h == nil || !rc.IsPost() {
 		s.fail(rc, Errorf(syscall.ENOSYS, fmt.Sprintf("unknown call %q", rc.Path())))
