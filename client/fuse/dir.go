@@ -21,11 +21,12 @@ const dirPage = 1024
 type dirHandle struct {
 	n *node
 
-	mu   sync.Mutex
-	ents []rpc.DirEntry // the listing so far, "." and ".." first
-	more bool           // the MDS has entries after the last of ents
-	pos  int            // index of the next entry Readdirent returns
-	last *rpc.DirEntry  // the entry Readdirent returned last
+	mu    sync.Mutex
+	ents  []rpc.DirEntry // the listing so far, "." and ".." first
+	more  bool           // the MDS has entries after the last of ents
+	after string         // the name the MDS listed last
+	pos   int            // index of the next entry Readdirent returns
+	last  *rpc.DirEntry  // the entry Readdirent returned last
 }
 
 var (
@@ -57,22 +58,25 @@ func (d *dirHandle) reset() {
 		{Name: ".", Attr: rpc.Attr{Ino: self, Mode: rpc.TypeDir}},
 		{Name: "..", Attr: rpc.Attr{Ino: parent, Mode: rpc.TypeDir}},
 	}
-	d.more, d.pos, d.last = true, 0, nil
+	d.more, d.pos, d.last, d.after = true, 0, nil, ""
 }
 
 // fill fetches pages until the listing has an entry at index i or the
 // directory ends. Called with d.mu held.
 func (d *dirHandle) fill(i int) error {
 	for i >= len(d.ents) && d.more {
-		after := ""
-		if len(d.ents) > 2 {
-			after = d.ents[len(d.ents)-1].Name
-		}
-		page, more, err := d.n.fsys.c.ReadDirPage(d.n.fsys.ctx, d.n.ino(), after, dirPage)
+		page, more, err := d.n.fsys.c.ReadDirPage(d.n.fsys.ctx, d.n.ino(), d.after, dirPage)
 		if err != nil {
 			return err
 		}
-		d.ents = append(d.ents, page...)
+		if len(page) > 0 {
+			d.after = page[len(page)-1].Name
+		}
+		for i := range page {
+			if !d.n.fsys.hidden(d.n.ino(), &page[i]) {
+				d.ents = append(d.ents, page[i])
+			}
+		}
 		d.more = more
 	}
 	return nil
