@@ -19,9 +19,9 @@ import (
 // the listing is asked of the MDS. Any change made through this mount
 // (a write, create, unlink, rename, setattr...) makes every listing stale.
 const (
-	stataheadAfter = 8    // found lookups in a directory that trigger a listing
-	stataheadMax   = 4096 // larger directories are not listed
-	stataheadDirs  = 256  // listings kept at once
+	stataheadAfter = 8     // found lookups in a directory that trigger a listing
+	stataheadMax   = 16384 // larger directories are not listed
+	stataheadDirs  = 256   // listings kept at once
 )
 
 // dirCache holds the listings.

@@ -29,6 +29,7 @@ type fileSystem struct {
 	rab  *budget // blocks read ahead; taken only when free, never waited for
 	rabs raBufs  // buffers of batches read ahead, for the next batches
 	dc   *dirCache
+	xa   noXattrs // inodes known to have no extended attributes
 
 	// bg counts the write-behind goroutines; shutdown waits for them.
 	bg sync.WaitGroup
@@ -53,6 +54,7 @@ func newFileSystem(ctx context.Context, c *client.Client, opts Options) *fileSys
 		locks: map[lockKey]bool{},
 	}
 	fsys.dc = newDirCache(fsys, min(opts.EntryTimeout, opts.AttrTimeout))
+	fsys.xa.ttl = opts.AttrTimeout
 	return fsys
 }
 
@@ -130,6 +132,7 @@ func (fsys *fileSystem) getattr(ino uint64) (*rpc.Attr, error) {
 	case err != nil:
 		return nil, err
 	}
+	fsys.xa.note(a)
 	if of != nil {
 		of.merge(a)
 	}
@@ -138,6 +141,7 @@ func (fsys *fileSystem) getattr(ino uint64) (*rpc.Attr, error) {
 
 // merge applies merged local knowledge to attributes the MDS sent.
 func (fsys *fileSystem) merge(a *rpc.Attr) {
+	fsys.xa.note(a)
 	if !a.IsFile() {
 		return
 	}

@@ -10,6 +10,9 @@ import (
 // Getxattr returns an extended attribute. user.strata.layout shows a
 // file's layout or a directory's effective layout policy.
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if errno := n.fsys.xa.answer(n.ino(), attr); errno != 0 {
+		return 0, errno // known without asking the MDS (xattrcache.go)
+	}
 	v, err := n.fsys.c.GetXattrIno(n.fsys.as(ctx), n.ino(), attr)
 	if err != nil {
 		return 0, n.fsys.errs.fail("getxattr", n.ino(), err)
@@ -29,6 +32,7 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	ino := n.ino()
 	n.fsys.dc.changed() // the layout generation is an attribute
+	n.fsys.xa.forget(ino)
 	of := n.fsys.opened(ino)
 	if attr == rpc.LayoutXattr && of != nil {
 		if err := of.sync(); err != nil {
@@ -42,6 +46,7 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 		}
 		return n.fsys.errs.fail("setxattr", ino, err)
 	}
+	n.fsys.xa.forget(ino) // again: a listing may have answered meanwhile
 	if attr == rpc.LayoutXattr && of != nil {
 		// The file has a new layout generation: reopen the shared file on it.
 		if err := of.refresh(); err != nil {

@@ -55,6 +55,8 @@ func (n *inode) attr() rpc.Attr {
 		Ctime: n.Ctime,
 		Gen:   n.Layout.Generation,
 		Rdev:  n.Rdev,
+
+		NoXattrs: len(n.Xattrs) == 0,
 	}
 }
 

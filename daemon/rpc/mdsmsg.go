@@ -95,6 +95,10 @@ type Attr struct {
 	Ctime int64
 	Gen   uint64 // layout generation, files only
 	Rdev  uint32 // device nodes: the device number (Major, Minor); appended later
+	// NoXattrs says the inode has no extended attribute (beyond the ones
+	// the MDS computes, LayoutXattr); false from an older MDS. Appended
+	// later.
+	NoXattrs bool
 }
 
 // IsDir reports whether the inode is a directory.

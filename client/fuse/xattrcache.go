@@ -1,0 +1,83 @@
+package fuse
+
+import (
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+)
+
+// Extended attributes known to be absent. `ls -l` asks every file for
+// security.selinux and system.posix_acl_access: two GETXATTR requests per
+// name, which would each cost an MDS round trip. The attributes the MDS
+// sends (lookups, listings, getattr) say whether an inode has any
+// extended attribute (rpc.Attr.NoXattrs); for as long as the kernel may
+// cache those attributes, a getxattr of an inode that had none is answered
+// ENODATA here. An attribute set through this mount is seen at once; one
+// set through another mount after the MDS answered is seen once the
+// attributes expire, as a size or mode change is. Names the MDS computes
+// (rpc.LayoutXattr) always go to it, and the system. namespace (POSIX
+// ACLs), which Strata does not keep, is EOPNOTSUPP without asking.
+type noXattrs struct {
+	ttl time.Duration
+
+	mu    sync.Mutex
+	until map[uint64]time.Time // inode -> when the knowledge expires
+}
+
+// noXattrsSweep is how many inodes are remembered before expired ones are
+// dropped.
+const noXattrsSweep = 1 << 16
+
+// note records what attributes a from the MDS say.
+func (x *noXattrs) note(a *rpc.Attr) {
+	if x.ttl <= 0 {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !a.NoXattrs {
+		delete(x.until, a.Ino)
+		return
+	}
+	if x.until == nil {
+		x.until = map[uint64]time.Time{}
+	}
+	now := time.Now()
+	if len(x.until) >= noXattrsSweep {
+		for ino, t := range x.until {
+			if !t.After(now) {
+				delete(x.until, ino)
+			}
+		}
+	}
+	x.until[a.Ino] = now.Add(x.ttl)
+}
+
+// forget drops what is known of ino: this mount is changing its
+// attributes.
+func (x *noXattrs) forget(ino uint64) {
+	x.mu.Lock()
+	delete(x.until, ino)
+	x.mu.Unlock()
+}
+
+// answer returns the errno for a getxattr of name on ino that needs no
+// MDS round trip, or 0 if the MDS must be asked.
+func (x *noXattrs) answer(ino uint64, name string) syscall.Errno {
+	if strings.HasPrefix(name, "system.") {
+		return syscall.EOPNOTSUPP
+	}
+	if name == rpc.LayoutXattr || len(name) > 255 {
+		return 0
+	}
+	x.mu.Lock()
+	t, ok := x.until[ino]
+	x.mu.Unlock()
+	if ok && time.Now().Before(t) {
+		return syscall.ENODATA
+	}
+	return 0
+}
