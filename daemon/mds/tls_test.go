@@ -21,7 +21,8 @@ import (
 
 // TestTLS runs three MDS replicas (raft over TLS) and four data servers
 // with TLS on every listener: a client given the cluster's CA writes a
-// striped file and reads it back byte for byte; a client that speaks plain
+// striped file and reads it back byte for byte; a mirrored file's copy on
+// a stopped data server is rebuilt (data server to data server); a client that speaks plain
 // HTTP, one that presents a certificate of another CA, and one that does
 // not trust the cluster's CA get nothing done (the file they try to create
 // does not exist afterwards); nor does a raft peer without a certificate.
@@ -31,7 +32,7 @@ func TestTLS(t *testing.T) {
 	// 50 ms: every new raft connection's TLS handshake costs a few ms of
 	// CPU, and a loaded machine must not make the leader step down.
 	cl := testcluster.Start(t, 4, testcluster.WithMDS(3),
-		testcluster.WithMDSConfig(func(c *mds.Config) { c.RaftTimeout = time.Second }),
+		testcluster.WithMDSConfig(func(c *mds.Config) { fastRepair(c); c.RaftTimeout = time.Second }),
 		testcluster.WithTLS(certs.Node),
 		testcluster.WithDefaultLayout("width=4,unit=64K,scheme=none"))
 	ctx := testcluster.Context(t, 2*time.Minute)
@@ -60,6 +61,16 @@ func TestTLS(t *testing.T) {
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("read back over TLS: %d bytes (%v), wrote %d", len(got), err, len(want))
 	}
+
+	// A data server stops: its copy of a mirrored file is rebuilt data
+	// server to data server, over TLS.
+	l, _ := put(t, ctx, good, "/mirrored", "width=1,unit=64K,scheme=mirror:2", want)
+	victim := l.Targets[0]
+	if err := cl.StopDS(dsIndex(t, cl, victim)); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "rebuild over TLS of "+victim+"'s copy", func() string { return healthy(ctx, good, []string{"/mirrored"}, victim) })
+	mustGet(t, ctx, good, "/mirrored", want)
 
 	for name, cfg := range map[string]func() (*tls.Config, error){
 		"plain HTTP":                         func() (*tls.Config, error) { return nil, nil },
