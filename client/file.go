@@ -390,8 +390,11 @@ func (f *File) Close() error {
 	f.mu.Unlock()
 	// LAYOUTRETURN is advisory; a failure does not fail the close.
 	// A write layout's return ends this writer for the MDS (rebuilds wait
-	// for the writers of a file).
-	_ = f.c.mds(f.ctx, rpc.MLayoutReturn, &rpc.LayoutReturnReq{Ino: f.ino, Write: f.writable()}, &rpc.Empty{})
+	// for the writers of a file). The MDS keeps nothing for a read
+	// layout, so a reader's close costs no call.
+	if f.writable() {
+		_ = f.c.mds(f.ctx, rpc.MLayoutReturn, &rpc.LayoutReturnReq{Ino: f.ino, Write: true}, &rpc.Empty{})
+	}
 	return err
 }
 

@@ -110,3 +110,55 @@ func TestMetadataRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallFileRoundTrips: reading a small file back through the mount
+// (open, read, close) costs the MDS a layout and the attributes the
+// kernel asks for at open, and nothing at the close: the MDS keeps no
+// state for a read layout, so a reader returns none.
+func TestSmallFileRoundTrips(t *testing.T) {
+	requireFUSE(t)
+	cl := testcluster.Start(t, 4)
+	opts := DefaultOptions()
+	opts.AttrTimeout, opts.EntryTimeout = time.Hour, time.Hour
+	s := mountCluster(t, cl, opts)
+	const n = 10
+	data := []byte("four kilobytes would do as well")
+	for i := 0; i < n; i++ {
+		if err := os.WriteFile(filepath.Join(s.Dir(), fmt.Sprint("f", i)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The kernel sends RELEASE after close(2) returns: wait for the
+	// writers' layouts to be back.
+	deadline := time.Now().Add(time.Minute)
+	for mdsOps(t, cl)["layoutreturn"] < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("writers returned %d layouts after a minute, want %d", mdsOps(t, cl)["layoutreturn"], n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := mdsOps(t, cl)
+	for i := 0; i < n; i++ {
+		got, err := os.ReadFile(filepath.Join(s.Dir(), fmt.Sprint("f", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, data) {
+			t.Fatalf("f%d reads %q, want %q", i, got, data)
+		}
+	}
+	after := mdsOps(t, cl)
+	calls := map[string]int{}
+	for _, op := range namespaceOps {
+		if d := after[op] - before[op]; d != 0 {
+			calls[op] = d
+		}
+	}
+	t.Logf("read back x%d: MDS calls %v", n, calls)
+	if calls["layoutreturn"] != 0 || calls["layoutcommit"] != 0 {
+		t.Errorf("read back x%d: MDS calls %v, want no layout returned or committed by readers", n, calls)
+	}
+	if calls["layoutget"] != n {
+		t.Errorf("read back x%d: %d layouts fetched, want one per open (close-to-open)", n, calls["layoutget"])
+	}
+}
