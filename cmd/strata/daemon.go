@@ -60,9 +60,12 @@ func runUntilDone(ctx context.Context, log *slog.Logger, names []string, servers
 }
 
 // parseDaemon is the start of every daemon command: it registers o's keys
-// as flags, parses args (the daemons take no arguments), applies the
-// environment and the config file, and returns the logger at *logLevel.
+// and memory_limit as flags, parses args (the daemons take no arguments),
+// applies the environment and the config file, sets the soft memory limit
+// and returns the logger at *logLevel.
 func parseDaemon(a *app, f *cmdFlags, o *options, args []string, logLevel *string) (*slog.Logger, error) {
+	var mem memoryLimit
+	memoryLimitOption(o, &mem)
 	o.register(f)
 	rest, err := f.parse(a, args)
 	if err != nil {
@@ -81,5 +84,6 @@ func parseDaemon(a *app, f *cmdFlags, o *options, args []string, logLevel *strin
 	if a.stdlog {
 		slog.SetDefault(log)
 	}
+	mem.apply(a, log)
 	return log, nil
 }

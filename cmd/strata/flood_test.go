@@ -43,11 +43,12 @@ type devProc struct {
 
 // startDevProcess starts `strata dev` with nds data servers and waits for
 // it to print its addresses.
-func startDevProcess(t *testing.T, nds int) *devProc {
+func startDevProcess(t *testing.T, nds int, extra ...string) *devProc {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "dev")
-	cmd := exec.Command(os.Args[0], "dev", "--dir", dir, "--ds", strconv.Itoa(nds), "--mds-addr", "127.0.0.1:0",
-		"--raft-addr", "127.0.0.1:0", "--admin-addr", "off", "--ds-port", "0", "--log-level", "info")
+	args := append([]string{"dev", "--dir", dir, "--ds", strconv.Itoa(nds), "--mds-addr", "127.0.0.1:0",
+		"--raft-addr", "127.0.0.1:0", "--admin-addr", "off", "--ds-port", "0", "--log-level", "info"}, extra...)
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), asMain+"=1")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -296,11 +297,25 @@ func TestMDSBodyFlood(t *testing.T) {
 		// 375 MiB bounded, 1085 MiB unbounded, measured.
 		boundKB = 512 << 10
 	}
-	// The soft memory limit an operator gives the daemon (docs/config.md):
-	// the budget bounds the bodies alive at once, the limit has the
-	// garbage of the ones done collected before the heap grows past it.
-	t.Setenv("GOMEMLIMIT", "128MiB")
-	d := startDevProcess(t, 1)
+	// The soft memory limit an operator gives the daemon in its config
+	// file (memory_limit, docs/config.md), not GOMEMLIMIT: the budget
+	// bounds the bodies alive at once, the limit has the garbage of the
+	// ones done collected before the heap grows past it.
+	t.Setenv("GOMEMLIMIT", "")
+	conf := filepath.Join(t.TempDir(), "dev.toml")
+	if err := os.WriteFile(conf, []byte("memory_limit = \"128M\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDevProcess(t, 1, "--config", conf)
+	for logged := time.Now().Add(30 * time.Second); !strings.Contains(d.log.String(), "msg=memory_limit"); {
+		if time.Now().After(logged) {
+			t.Fatalf("strata dev did not log its memory limit; log:\n%s", d.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(d.log.String(), "bytes=134217728") {
+		t.Errorf("strata dev's memory limit is not memory_limit's 128M; log:\n%s", d.log.String())
+	}
 	env := map[string]string{"STRATA_MDS": d.mds, "STRATA_SECRET_FILE": d.secret}
 	strata(t, env, "mkdir", "/before").ok(t)
 	base := d.memKiB(t, "VmRSS")
