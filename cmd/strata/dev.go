@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/strata-hpc/strata/daemon/nfs"
 	"github.com/strata-hpc/strata/internal/localcluster"
 )
 
@@ -71,6 +72,8 @@ first run). SIGINT (Ctrl-C) or SIGTERM stops it cleanly.`)
 	}
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	relay := &nfs.Relay{}
+	opts.Recall = relay
 	c, err := localcluster.Start(startCtx, opts)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -78,7 +81,7 @@ first run). SIGINT (Ctrl-C) or SIGTERM stops it cleanly.`)
 		}
 		return fmt.Errorf("dev: %w", err)
 	}
-	ns, err := newNFS(log, &nf, c.MDSAddr(), c.Secret())
+	ns, err := newNFS(log, &nf, c.MDSAddr(), c.Secret(), relay)
 	if err == nil && ns != nil {
 		err = ns.Start(ctx)
 	}

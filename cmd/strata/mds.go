@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-hpc/strata/daemon/admin"
 	"github.com/strata-hpc/strata/daemon/mds"
+	"github.com/strata-hpc/strata/daemon/nfs"
 	"github.com/strata-hpc/strata/internal/capability"
 )
 
@@ -80,7 +81,8 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	m, err := mds.New(cfg, mds.Deps{Log: log})
+	relay := &nfs.Relay{} // the front end, made below, hears of moves
+	m, err := mds.New(cfg, mds.Deps{Log: log, Recall: relay})
 	if err != nil {
 		return err
 	}
@@ -100,7 +102,7 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 		}
 		names, servers = append(names, "admin"), append(servers, ad)
 	}
-	ns, err := newNFS(log, &nf, cfg.Listen, cfg.Secret)
+	ns, err := newNFS(log, &nf, cfg.Listen, cfg.Secret, relay)
 	if err != nil {
 		for _, s := range servers {
 			_ = s.Close()

@@ -27,6 +27,7 @@ func nfsOptions(o *options, n *nfsFlags) {
 	o.str("nfs_data_servers", "where NFS clients reach each data server's NFSv3 service (strata ds --nfs), as `rpcaddr=nfsaddr` pairs separated by commas; with it or --nfs-ds-port the front end hands out pNFS flex-files layouts", &n.dsMap)
 	o.int("nfs_ds_port", "NFSv3 `port` of the data servers not in --nfs-data-servers, on the host of their RPC address; 0: none", &n.cfg.DataServerPort)
 	o.dur("nfs_lease", "NFSv4 lease `duration`: a silent client loses its opens and locks after it", &n.cfg.Lease)
+	o.dur("nfs_recall_timeout", "how long a pNFS client has to return a recalled layout before it is fenced (`duration`)", &n.cfg.RecallTimeout)
 }
 
 // nfsClientServer is the front end with the client it owns.
@@ -42,8 +43,8 @@ func (s nfsClientServer) Close() error {
 }
 
 // newNFS returns the front end of n over the MDS at mdsAddr, or nil when
-// --nfs is not set.
-func newNFS(log *slog.Logger, n *nfsFlags, mdsAddr string, secret []byte) (server, error) {
+// --nfs is not set; relay forwards the MDS's layout recalls to it.
+func newNFS(log *slog.Logger, n *nfsFlags, mdsAddr string, secret []byte, relay *nfs.Relay) (server, error) {
 	if n.addr == "" || n.addr == "off" {
 		return nil, nil
 	}
@@ -85,6 +86,7 @@ func newNFS(log *slog.Logger, n *nfsFlags, mdsAddr string, secret []byte) (serve
 		_ = cl.Close()
 		return nil, err
 	}
+	relay.Set(s)
 	return nfsClientServer{Server: s, cl: cl}, nil
 }
 

@@ -277,6 +277,15 @@ func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome,
 		}
 		return outcome{state: "gone"}, nil
 	}
+	// The component moves off a live data server (drain, rebalance, a
+	// stale copy): clients holding layouts of the file (the NFS front
+	// end's) are asked to return them, so that writers let go. A copy on
+	// a dead data server is not recalled for: nobody does I/O there, and
+	// a writer skips it until it closes.
+	live := views[t.from].up
+	if live {
+		s.recallLayouts(fs.ino)
+	}
 	// Watch before looking for writers: a grant between the look and the
 	// watch would go unseen.
 	wt := s.wr.watch(fs.ino)
@@ -329,6 +338,9 @@ func (s *Server) rebuildOne(ctx context.Context, t *task, term uint64) (outcome,
 		return outcome{}, fmt.Errorf("swap in the rebuilt component: %w", err)
 	case why != "":
 		return outcome{state: "waiting", detail: why}, nil
+	}
+	if live {
+		s.recallLayouts(fs.ino) // the layouts handed out name the old place
 	}
 	return outcome{state: "done"}, nil
 }

@@ -26,6 +26,9 @@ const applyTimeout = 10 * time.Second
 type Deps struct {
 	Log   *slog.Logger     // nil: discard
 	Clock func() time.Time // nil: time.Now
+	// Recall is told before the MDS moves a component of a file and after
+	// it swapped one in (recall.go); nil: nobody is told.
+	Recall LayoutRecaller
 }
 
 // Server is a metadata server. Create it with New, then Start; Close stops
@@ -34,7 +37,8 @@ type Server struct {
 	cfg       Config
 	log       *slog.Logger
 	clock     func() time.Time
-	def       layout.Policy // the cluster default, complete
+	recall    LayoutRecaller // may be nil
+	def       layout.Policy  // the cluster default, complete
 	fsm       *fsm
 	reg       *registry
 	ledger    *ledger // the bandwidth ledger (ledger.go)
@@ -93,6 +97,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		cfg:    cfg,
 		log:    deps.Log.With("component", "mds", "mds_id", cfg.ID),
 		clock:  deps.Clock,
+		recall: deps.Recall,
 		groups: newGroupCache(deps.Clock),
 		def:    def,
 		fsm:    newFSM(),

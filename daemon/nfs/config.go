@@ -29,6 +29,13 @@ type Config struct {
 	// DataServerPort, if set, is the NFSv3 port of the data servers not in
 	// DataServers, on the host of their RPC address.
 	DataServerPort int
+	// FenceAddrs maps a data server's RPC address to where the front end
+	// itself reaches its NFSv3 service to fence a layout (recall.go), when
+	// that is not the DataServers address clients use.
+	FenceAddrs map[string]string
+	// RecallTimeout is how long a client has to return a recalled layout
+	// before it is fenced.
+	RecallTimeout time.Duration
 	// HandleKey signs file handles; keep it across restarts (the cluster
 	// secret) or clients see NFS4ERR_BADHANDLE after one.
 	HandleKey []byte
@@ -45,6 +52,8 @@ func DefaultConfig() Config {
 		MaxOps:    64,
 		MaxIO:     1 << 20,
 		Slots:     64,
+
+		RecallTimeout: 15 * time.Second,
 	}
 }
 
@@ -61,6 +70,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: MaxIO %d must be at least 4096 and leave 4 KiB of MaxRecord %d", ErrConfig, c.MaxIO, c.MaxRecord)
 	case c.MaxOps < 8 || c.Slots < 1:
 		return fmt.Errorf("%w: MaxOps %d (at least 8) or Slots %d (at least 1)", ErrConfig, c.MaxOps, c.Slots)
+	case c.RecallTimeout <= 0:
+		return fmt.Errorf("%w: recall timeout %v", ErrConfig, c.RecallTimeout)
 	case len(c.HandleKey) == 0:
 		return fmt.Errorf("%w: no file handle key", ErrConfig)
 	}

@@ -233,4 +233,11 @@ const (
 	layoutreturnFile = 1
 	layoutreturnFSID = 2
 	layoutreturnAll  = 3
+	layoutrecallFile = 1
+)
+
+// Callback operations (RFC 8881 section 20).
+const (
+	opCbLayoutrecall = 5
+	opCbSequence     = 11
 )

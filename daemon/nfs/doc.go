@@ -10,7 +10,10 @@
 // caches, client records and leases, open and lock state, persistent file
 // handles (an inode number under an HMAC, so they survive an MDS restart
 // and a change of raft leader), and exports (which networks may mount,
-// root squash). The wire formats live in the subpackages xdr and oncrpc.
+// root squash), and the recall of layouts before the MDS moves a component
+// (CB_LAYOUTRECALL; Server.RecallLayouts, which the MDS calls through
+// Relay) with the fencing of clients that do not return them. The wire
+// formats live in the subpackages xdr and oncrpc.
 //
 // It must not import the MDS or the data server (daemon/mds, daemon/ds):
 // it is a client of them.

@@ -132,6 +132,26 @@ func (c *compound) layoutState(ino uint64, sid stateid) (*stateRec, uint32) {
 	return lr, nfs4OK
 }
 
+// curLayout resolves sid to a layout state of the current file; with
+// allowOld an older seqid of it is taken.
+func (c *compound) curLayout(sid stateid, allowOld bool) (*stateRec, uint32) {
+	if st := c.needFH(); st != nfs4OK {
+		return nil, st
+	}
+	sid, st := c.resolve(sid)
+	if st != nfs4OK {
+		return nil, st
+	}
+	lr, st := c.s.st.lookup(sid, allowOld, kindLayout)
+	if st != nfs4OK {
+		return nil, st
+	}
+	if lr.ino != c.cur {
+		return nil, nfs4errBadStateid
+	}
+	return lr, nfs4OK
+}
+
 func (c *compound) layoutget(r *xdr.Reader, w *xdr.Writer) uint32 {
 	r.Bool() // signal_layout_avail
 	typ := r.Uint32()
@@ -186,7 +206,7 @@ func (c *compound) layoutget(r *xdr.Reader, w *xdr.Writer) uint32 {
 		return nfs4errLayoutunavail
 	}
 	lay := layout.Layout{Width: p.Width, Unit: p.Unit, Scheme: p.Scheme, Generation: resp.Layout.Generation}
-	body, segOff, segLen, st := c.flexLayout(lay, resp, off, write)
+	body, segOff, segLen, targets, st := c.flexLayout(lay, resp, off, write)
 	if st != nfs4OK {
 		if register {
 			_ = c.s.cl.LayoutReturnIno(c.ctx, c.cur, true)
@@ -198,6 +218,13 @@ func (c *compound) layoutget(r *xdr.Reader, w *xdr.Writer) uint32 {
 	lr.seqid++
 	lr.gen = lay.Generation
 	lr.iomode |= iomode
+	lr.fenced = false
+	if lr.targets == nil {
+		lr.targets = map[fenceTarget]bool{}
+	}
+	for _, t := range targets {
+		lr.targets[t] = true
+	}
 	id := lr.id()
 	c.s.st.mu.Unlock()
 	start := w.Len()
@@ -218,18 +245,18 @@ func (c *compound) layoutget(r *xdr.Reader, w *xdr.Writer) uint32 {
 }
 
 // flexLayout encodes ff_layout4 for the layout segment holding file
-// offset off, and returns the segment.
-func (c *compound) flexLayout(lay layout.Layout, resp *rpc.LayoutGetResp, off uint64, write bool) ([]byte, uint64, uint64, uint32) {
+// offset off, and returns the segment and the components it names.
+func (c *compound) flexLayout(lay layout.Layout, resp *rpc.LayoutGetResp, off uint64, write bool) ([]byte, uint64, uint64, []fenceTarget, uint32) {
 	copies := 1
 	switch lay.Scheme.Kind {
 	case layout.KindNone:
 	case layout.KindMirror:
 		copies = lay.Scheme.N
 	default:
-		return nil, 0, 0, nfs4errLayoutunavail
+		return nil, 0, 0, nil, nfs4errLayoutunavail
 	}
-	if len(resp.Layout.Addrs) != lay.Width*copies {
-		return nil, 0, 0, nfs4errLayoutunavail
+	if len(resp.Layout.Addrs) != lay.Width*copies || len(resp.Layout.Targets) != len(resp.Layout.Addrs) {
+		return nil, 0, 0, nil, nfs4errLayoutunavail
 	}
 	segOff, segLen := uint64(0), lengthAll
 	col := 0
@@ -243,10 +270,8 @@ func (c *compound) flexLayout(lay layout.Layout, resp *rpc.LayoutGetResp, off ui
 	for _, s := range resp.Stale {
 		stale[s] = true
 	}
-	uid := ds3.ReadUID
-	if write {
-		uid = ds3.WriteUID
-	}
+	uid := ds3.SynthUID(c.s.epoch(resp.Attr.Ino), write)
+	var targets []fenceTarget
 	w := xdr.NewWriter(nil)
 	w.Uint64(0) // stripe unit: one data server per mirror
 	mirrors := w.Reserve()
@@ -258,11 +283,14 @@ func (c *compound) flexLayout(lay layout.Layout, resp *rpc.LayoutGetResp, off ui
 		}
 		addr, ok := c.s.dsNFSAddr(resp.Layout.Addrs[comp])
 		if !ok {
-			return nil, 0, 0, nfs4errLayoutunavail
+			return nil, 0, 0, nil, nfs4errLayoutunavail
 		}
 		dev := c.s.device(addr)
-		c.s.noteComponent(dev, comp)
 		h := ds3.Handle{Ino: resp.Attr.Ino, Gen: lay.Generation, Comp: uint32(comp), Col: uint32(col), Width: uint32(lay.Width), Unit: uint64(lay.Unit)}
+		if fa, ok := c.s.cfg.FenceAddrs[resp.Layout.Addrs[comp]]; ok {
+			addr = fa
+		}
+		targets = append(targets, fenceTarget{addr: addr, key: ds3.FenceKey{Ino: h.Ino, Gen: h.Gen, Comp: h.Comp}, dev: dev, ds: resp.Layout.Targets[comp]})
 		w.Uint32(1) // one data server in this mirror
 		w.Fixed(dev[:])
 		w.Uint32(1) // efficiency
@@ -275,20 +303,12 @@ func (c *compound) flexLayout(lay layout.Layout, resp *rpc.LayoutGetResp, off ui
 		n++
 	}
 	if n == 0 {
-		return nil, 0, 0, nfs4errLayoutunavail
+		return nil, 0, 0, nil, nfs4errLayoutunavail
 	}
 	w.PutUint32At(mirrors, uint32(n))
 	w.Uint32(0) // flags: I/O through the MDS allowed when a data server fails
 	w.Uint32(0) // stats collect hint
-	return w.Bytes(), segOff, segLen, nfs4OK
-}
-
-// noteComponent remembers which component a device served, for error
-// reports (which name devices).
-func (s *Server) noteComponent(dev [16]byte, comp int) {
-	s.devMu.Lock()
-	s.devComp[dev] = comp
-	s.devMu.Unlock()
+	return w.Bytes(), segOff, segLen, targets, nfs4OK
 }
 
 func (c *compound) getdeviceinfo(r *xdr.Reader, w *xdr.Writer) uint32 {
@@ -354,24 +374,32 @@ func decodeDeviceErrors(r *xdr.Reader) []deviceError {
 	return out
 }
 
-// reportErrors sends the data server errors a client reported to the MDS
-// as a LAYOUTERROR: the components become stale (and are rebuilt).
-func (c *compound) reportErrors(ino, gen uint64, write bool, errs []deviceError) uint32 {
+// reportErrors sends the data server errors a client reported against
+// the layouts of lr to the MDS as a LAYOUTERROR: the components of the
+// devices named (those lr's layouts of its generation put there) become
+// stale and are rebuilt.
+func (c *compound) reportErrors(lr *stateRec, errs []deviceError) uint32 {
 	var ce []rpc.ComponentError
+	c.s.st.mu.Lock()
+	ino, gen, write := lr.ino, lr.gen, lr.write
 	for _, e := range errs {
-		c.s.devMu.Lock()
-		comp, ok := c.s.devComp[e.dev]
-		addr := c.s.devices[e.dev]
-		c.s.devMu.Unlock()
-		if !ok {
+		switch e.status {
+		case nfs4errPerm, nfs4errAccess, nfs4errStale, nfs4errBadhandle:
+			// A fenced identity or a replaced generation: the layout
+			// is out of date, the data server is fine.
 			continue
 		}
 		op := "read"
 		if e.op == opWrite || e.op == opCommit {
 			op = "write"
 		}
-		ce = append(ce, rpc.ComponentError{Comp: uint32(comp), DS: addr, Op: op, Errno: uint32(syscall.EIO)})
+		for t := range lr.targets {
+			if t.dev == e.dev && t.key.Gen == gen {
+				ce = append(ce, rpc.ComponentError{Comp: t.key.Comp, DS: t.ds, Op: op, Errno: uint32(syscall.EIO)})
+			}
+		}
 	}
+	c.s.st.mu.Unlock()
 	if len(ce) == 0 {
 		return nfs4OK
 	}
@@ -418,19 +446,11 @@ func (c *compound) layoutreturn(r *xdr.Reader, w *xdr.Writer) uint32 {
 		}
 		return nfs4OK
 	}
-	if st := c.needFH(); st != nfs4OK {
-		return st
-	}
-	sid, st := c.resolve(sid)
+	// An older seqid is taken: a client that missed a recall (fenced)
+	// returns the layout with the stateid it knows.
+	lr, st := c.curLayout(sid, true)
 	if st != nfs4OK {
 		return st
-	}
-	lr, st := c.s.st.lookupState(sid, kindLayout)
-	if st != nfs4OK {
-		return st
-	}
-	if lr.ino != c.cur {
-		return nfs4errBadStateid
 	}
 	// ff_layoutreturn4: the I/O errors, then statistics (ignored)
 	br := xdr.NewReader(body)
@@ -442,7 +462,7 @@ func (c *compound) layoutreturn(r *xdr.Reader, w *xdr.Writer) uint32 {
 		errs = append(errs, decodeDeviceErrors(br)...)
 	}
 	if br.Err() == nil {
-		c.reportErrors(c.cur, lr.gen, lr.write, errs)
+		c.reportErrors(lr, errs)
 	}
 	if off == 0 && length == lengthAll {
 		c.s.st.mu.Lock()
@@ -482,19 +502,9 @@ func (c *compound) layoutcommit(r *xdr.Reader, w *xdr.Writer) uint32 {
 	if r.Err() != nil {
 		return nfs4errBadxdr
 	}
-	if st := c.needFH(); st != nfs4OK {
-		return st
-	}
-	sid, st := c.resolve(sid)
+	lr, st := c.curLayout(sid, false)
 	if st != nfs4OK {
 		return st
-	}
-	lr, st := c.s.st.lookupState(sid, kindLayout)
-	if st != nfs4OK {
-		return st
-	}
-	if lr.ino != c.cur {
-		return nfs4errBadStateid
 	}
 	end := uint64(0)
 	if hasLast {
@@ -517,18 +527,11 @@ func (c *compound) layouterror(r *xdr.Reader, w *xdr.Writer) uint32 {
 	if r.Err() != nil {
 		return nfs4errBadxdr
 	}
-	if st := c.needFH(); st != nfs4OK {
-		return st
-	}
-	sid, st := c.resolve(sid)
+	lr, st := c.curLayout(sid, false)
 	if st != nfs4OK {
 		return st
 	}
-	lr, st := c.s.st.lookupState(sid, kindLayout)
-	if st != nfs4OK {
-		return st
-	}
-	return c.reportErrors(lr.ino, lr.gen, lr.write, errs)
+	return c.reportErrors(lr, errs)
 }
 
 func (c *compound) layoutstats(r *xdr.Reader, w *xdr.Writer) uint32 {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -36,22 +34,19 @@ type Server struct {
 	boot     uint32  // stateid and verifier epoch
 	verifier [8]byte // write verifier: changes when the server restarts
 
-	ln    net.Listener
+	lis   *oncrpc.Listener
 	ready chan struct{}
 	ctx   context.Context
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
 
+	rc     recallState
 	st     *state
 	files  *fileTable
 	cookie *cookieTable
 
-	connMu sync.Mutex
-	conns  map[*oncrpc.Conn]struct{}
-
 	devMu   sync.Mutex
 	devices map[[16]byte]string // device id -> NFSv3 data server address
-	devComp map[[16]byte]int    // device id -> component it last served
 }
 
 // New returns a Server; Start serves.
@@ -72,13 +67,13 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		cl:      deps.Client,
 		fh:      fhCodec{key: cfg.HandleKey},
 		ready:   make(chan struct{}),
-		conns:   map[*oncrpc.Conn]struct{}{},
 		cookie:  newCookieTable(1 << 16),
 		devices: map[[16]byte]string{},
-		devComp: map[[16]byte]int{},
 	}
 	_, _ = rand.Read(s.verifier[:])
 	s.boot = binary.BigEndian.Uint32(s.verifier[:4]) | 1
+	s.rc.active, s.rc.epochs = map[uint64]bool{}, map[uint64]uint32{}
+	s.rc.base = binary.BigEndian.Uint32(s.verifier[4:]) & 0xffff << 4
 	s.st = newState(s)
 	s.files = newFileTable(s)
 	return s, nil
@@ -86,17 +81,26 @@ func New(cfg Config, deps Deps) (*Server, error) {
 
 // Start listens and serves until Close.
 func (s *Server) Start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("nfs listen %s: %w", s.cfg.Addr, err)
-	}
-	s.ln = ln
 	s.ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
-	s.wg.Add(2)
-	go s.accept()
+	cfg := oncrpc.ConnConfig{MaxRecord: s.cfg.MaxRecord, MaxInflight: s.cfg.Slots + 4, VersLow: nfsVers4, VersHigh: nfsVers4}
+	l, err := oncrpc.Listen(s.ctx, s.cfg.Addr, cfg, s, func(c *oncrpc.Conn, err error) {
+		if err != nil {
+			s.log.Debug("nfs_conn_closed", "peer", c.RemoteAddr().String(), "err", err)
+		}
+		s.st.connGone(c)
+	})
+	if err != nil {
+		s.stop()
+		return fmt.Errorf("nfs: %w", err)
+	}
+	s.lis = l
+	s.rc.mu.Lock()
+	s.rc.started = true
+	s.rc.mu.Unlock()
+	s.wg.Add(1)
 	go s.reap()
 	close(s.ready)
-	s.log.Info("nfs_serving", "addr", ln.Addr().String())
+	s.log.Info("nfs_serving", "addr", l.Addr().String())
 	return nil
 }
 
@@ -104,54 +108,22 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // Addr returns the address the server listens on.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+func (s *Server) Addr() string { return s.lis.Addr().String() }
 
 // Close stops serving, closes every connection and every open file (its
 // bytes are synced first).
 func (s *Server) Close() error {
-	if s.ln == nil {
+	if s.lis == nil {
 		return nil
 	}
+	s.rc.mu.Lock()
+	s.rc.closing = true
+	s.rc.mu.Unlock()
 	s.stop()
-	err := s.ln.Close()
-	s.connMu.Lock()
-	for c := range s.conns {
-		_ = c.Close()
-	}
-	s.connMu.Unlock()
+	err := s.lis.Close()
 	s.wg.Wait()
 	s.files.closeAll()
-	if errors.Is(err, net.ErrClosed) {
-		err = nil
-	}
 	return err
-}
-
-func (s *Server) accept() {
-	defer s.wg.Done()
-	for {
-		nc, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
-		c := oncrpc.NewConn(nc, oncrpc.ConnConfig{
-			MaxRecord: s.cfg.MaxRecord, MaxInflight: s.cfg.Slots + 4, VersLow: nfsVers4, VersHigh: nfsVers4,
-		}, s)
-		s.connMu.Lock()
-		s.conns[c] = struct{}{}
-		s.connMu.Unlock()
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			if err := c.Serve(s.ctx); err != nil {
-				s.log.Debug("nfs_conn_closed", "peer", nc.RemoteAddr().String(), "err", err)
-			}
-			s.connMu.Lock()
-			delete(s.conns, c)
-			s.connMu.Unlock()
-			s.st.connGone(c)
-		}()
-	}
 }
 
 // reap expires the clients whose lease lapsed.

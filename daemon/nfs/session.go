@@ -201,7 +201,7 @@ func (c *compound) createSession(r *xdr.Reader, w *xdr.Writer) uint32 {
 	if fore.maxReq < 256 || fore.maxResp < 256 {
 		return nfs4errToosmall // not even a SEQUENCE and its reply fit
 	}
-	se := &session{cl: cl, cbProg: prog}
+	se := &session{cl: cl, cbProg: prog, minor: c.minor}
 	_, _ = rand.Read(se.id[:])
 	max := uint32(c.s.cfg.MaxRecord)
 	se.fore = channelAttrs{

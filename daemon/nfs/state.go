@@ -55,6 +55,7 @@ type session struct {
 	cbConn *oncrpc.Conn
 	cbSeq  uint32
 	cbMu   sync.Mutex
+	minor  uint32 // minor version of CREATE_SESSION: the client's callbacks carry it
 }
 
 // slot is one entry of a session's slot table with its reply cache.
@@ -106,6 +107,12 @@ type stateRec struct {
 	iomode uint32 // layout: the io modes granted
 	gen    uint64 // layout: the layout generation granted
 	write  bool   // layout: registered with the MDS as a writer
+	// layout: the components its layouts named (recall.go), whether it
+	// was fenced, and a channel closed when it is dropped (while recalled)
+	targets  map[fenceTarget]bool
+	fenced   bool
+	recalled time.Time
+	returned chan struct{}
 }
 
 type stateid struct {
@@ -141,6 +148,10 @@ func (st *state) newStateRec(cl *clientRec, kind stateKind, ino uint64) *stateRe
 
 // dropStateRec forgets sr. Called with st.mu held.
 func (st *state) dropStateRec(sr *stateRec) {
+	if sr.returned != nil {
+		close(sr.returned)
+		sr.returned = nil
+	}
 	delete(st.stateids, sr.other)
 	delete(sr.cl.states, sr.other)
 	switch sr.kind {

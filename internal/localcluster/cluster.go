@@ -32,13 +32,14 @@ type Options struct {
 	AdminToken        string   // the admin API's bearer token for changes; empty: none allowed
 	DSAddrs           []string // per data server; missing entries default to 127.0.0.1:0
 	Log               *slog.Logger
-	RaftTimeout       time.Duration     // default: the MDS default
-	HeartbeatInterval time.Duration     // default: the daemons' default
-	HeartbeatTimeout  time.Duration     // default: the MDS default
-	DefaultLayout     string            // default: the MDS default
-	DSCapacity        uint64            // per data server; 0 = an equal share of the file system holding Dir (they share one disk: each reports that share of its free space, ds.Config.Share)
-	MDSConfig         func(*mds.Config) // if set, changes each replica's config last (tests: rebuild and capability timing)
-	DSConfig          func(*ds.Config)  // if set, changes each data server's config last (tests: scrub)
+	RaftTimeout       time.Duration      // default: the MDS default
+	HeartbeatInterval time.Duration      // default: the daemons' default
+	HeartbeatTimeout  time.Duration      // default: the MDS default
+	DefaultLayout     string             // default: the MDS default
+	DSCapacity        uint64             // per data server; 0 = an equal share of the file system holding Dir (they share one disk: each reports that share of its free space, ds.Config.Share)
+	MDSConfig         func(*mds.Config)  // if set, changes each replica's config last (tests: rebuild and capability timing)
+	DSConfig          func(*ds.Config)   // if set, changes each data server's config last (tests: scrub)
+	Recall            mds.LayoutRecaller // if set, every replica tells it before and after moving a component (the NFS front end's nfs.Relay)
 }
 
 // Cluster is a running local cluster. Its methods are safe for concurrent use.

@@ -71,7 +71,7 @@ func (c *Cluster) startMDS(ctx context.Context, i int) error {
 	if c.o.MDSConfig != nil {
 		c.o.MDSConfig(&cfg)
 	}
-	m, err := mds.New(cfg, mds.Deps{Log: c.o.Log.With("mds", cfg.ID)})
+	m, err := mds.New(cfg, mds.Deps{Log: c.o.Log.With("mds", cfg.ID), Recall: c.o.Recall})
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.ID, err)
 	}

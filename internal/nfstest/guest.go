@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/internal/nfsguest"
 )
 
@@ -94,4 +95,51 @@ func Mountstat(res *nfsguest.Result, op string) int {
 		}
 	}
 	return -1
+}
+
+// Running is a guest program started with Start.
+type Running struct {
+	done chan struct{}
+	res  *nfsguest.Result
+	err  error
+}
+
+// Start runs the guest with o in the background until it ends or ctx does.
+func Start(ctx context.Context, g *nfsguest.Guest, o nfsguest.Options) *Running {
+	r := &Running{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.res, r.err = g.Run(ctx, o)
+	}()
+	return r
+}
+
+// WaitMarker waits up to d until file name holds want, read through c
+// (the guest writes markers to tell the host how far it got). The test
+// fails if the guest ends or d passes first.
+func (r *Running) WaitMarker(t testing.TB, ctx context.Context, c *client.Client, name, want string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if b, err := TryRead(ctx, c, name); err == nil && string(b) == want {
+			return
+		}
+		select {
+		case <-r.done:
+			CheckGuest(t, r.res, r.err)
+			t.Fatalf("the guest ended before %s held %q", name, want)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not hold %q within %v", name, want, d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Check waits for the guest to end and checks it as CheckGuest does.
+func (r *Running) Check(t testing.TB) {
+	t.Helper()
+	<-r.done
+	CheckGuest(t, r.res, r.err)
 }

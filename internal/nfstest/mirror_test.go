@@ -24,48 +24,19 @@ func TestKernelMirror(t *testing.T) {
 	c := rig.Cl.Client()
 	ctx := testcluster.Context(t, 9*time.Minute)
 
-	var res *nfsguest.Result
-	var runErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		o := rig.Options("4.2", "mirror")
-		// Under qemu's user networking a dead data server looks like a
-		// connection that closes, not a refused one: these make the
-		// client give up on it in seconds instead of minutes
-		// (docs/nfs.md, failover).
-		o.ModuleParams = []string{"nfs_layout_flexfiles.dataserver_timeo=30", "nfs_layout_flexfiles.dataserver_retrans=1", "nfs_layout_flexfiles.io_maxretrans=2"}
-		res, runErr = g.Run(ctx, o)
-	}()
+	// Under qemu's user networking a dead data server looks like a
+	// connection that closes, not a refused one: these make the client
+	// give up on it in seconds instead of minutes (docs/nfs.md, failover).
+	o := rig.Options("4.2", "mirror")
+	o.ModuleParams = []string{"nfs_layout_flexfiles.dataserver_timeo=30", "nfs_layout_flexfiles.dataserver_retrans=1", "nfs_layout_flexfiles.io_maxretrans=2"}
+	run := nfstest.Start(ctx, g, o)
+	run.WaitMarker(t, ctx, c, "/mw-marker", "started", 6*time.Minute)
 	deadline := time.Now().Add(6 * time.Minute)
-	for {
-		if b, err := nfstest.TryRead(ctx, c, "/mw-marker"); err == nil && string(b) == "started" {
-			break
-		}
-		select {
-		case <-done:
-			nfstest.CheckGuest(t, res, runErr)
-			t.Fatal("the guest ended before it wrote the first half")
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the guest never wrote the first half")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 	info, err := c.GetLayout(ctx, "/mirror.bin")
 	if err != nil {
 		t.Fatal(err)
 	}
-	victim := -1
-	for i := range rig.Cl.NumDS() {
-		if rig.Cl.DSAddr(i) == info.Addrs[0] {
-			victim = i
-		}
-	}
-	if victim < 0 {
-		t.Fatalf("no data server at %s", info.Addrs[0])
-	}
+	victim := rig.DSAt(t, info.Addrs[0])
 	killed := rig.Cl.DSAddr(victim)
 	if err := rig.Cl.StopDS(victim); err != nil {
 		t.Fatal(err)
@@ -73,8 +44,7 @@ func TestKernelMirror(t *testing.T) {
 	_ = rig.DS3[victim].Close()
 	t.Logf("killed data server %d (%s) holding copy 0 of /mirror.bin", victim, killed)
 	nfstest.WriteStrata(t, c, "/mw-marker", []byte("killed"))
-	<-done
-	nfstest.CheckGuest(t, res, runErr)
+	run.Check(t)
 
 	want := nfsguest.Pattern(4, 6<<20)
 	if got := nfstest.ReadStrata(t, c, "/mirror.bin"); !bytes.Equal(got, want) {

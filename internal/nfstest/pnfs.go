@@ -26,9 +26,18 @@ type PNFS struct {
 // StartPNFS starts it with nds data servers.
 func StartPNFS(t testing.TB, nds int, opts ...testcluster.Option) *PNFS {
 	t.Helper()
-	cl := testcluster.Start(t, nds, opts...)
+	return StartPNFSFront(t, nds, nil, opts...)
+}
+
+// StartPNFSFront is StartPNFS with change adjusting the front end's
+// config. The MDS tells the front end of moves (recalls), and the front
+// end fences at the data servers' own NFS addresses.
+func StartPNFSFront(t testing.TB, nds int, change func(*nfs.Config), opts ...testcluster.Option) *PNFS {
+	t.Helper()
+	relay := &nfs.Relay{}
+	cl := testcluster.Start(t, nds, append(opts, testcluster.WithRecall(relay))...)
 	rig := &PNFS{Cl: cl}
-	dsMap := map[string]string{}
+	dsMap, fenceMap := map[string]string{}, map[string]string{}
 	for i := range nds {
 		s, err := ds3.New(ds3.Config{Addr: "127.0.0.1:0", DSAddr: cl.DSAddr(i), Secret: cl.Secret()}, Log())
 		if err != nil {
@@ -41,11 +50,18 @@ func StartPNFS(t testing.TB, nds int, opts ...testcluster.Option) *PNFS {
 		px := StartProxy(t, s.Addr())
 		guestAddr := fmt.Sprintf("10.0.2.%d:2049", 101+i)
 		dsMap[cl.DSAddr(i)] = guestAddr
+		fenceMap[cl.DSAddr(i)] = s.Addr()
 		rig.DS3 = append(rig.DS3, s)
 		rig.DSPx = append(rig.DSPx, px)
 		rig.Fwd = append(rig.Fwd, nfsguest.Forward{Guest: guestAddr, Host: px.Addr()})
 	}
-	rig.Front = StartFront(t, cl, func(c *nfs.Config) { c.DataServers = dsMap })
+	rig.Front = StartFront(t, cl, func(c *nfs.Config) {
+		c.DataServers, c.FenceAddrs = dsMap, fenceMap
+		if change != nil {
+			change(c)
+		}
+	})
+	relay.Set(rig.Front)
 	rig.MDSPx = StartProxy(t, rig.Front.Addr())
 	return rig
 }
@@ -71,4 +87,17 @@ func (r *PNFS) DSEach() []int64 {
 		out = append(out, p.In())
 	}
 	return out
+}
+
+// DSAt returns the index of the data server whose RPC address is addr;
+// the test fails if there is none.
+func (r *PNFS) DSAt(t testing.TB, addr string) int {
+	t.Helper()
+	for i := range r.Cl.NumDS() {
+		if r.Cl.DSAddr(i) == addr {
+			return i
+		}
+	}
+	t.Fatalf("no data server at %s", addr)
+	return -1
 }

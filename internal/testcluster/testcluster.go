@@ -45,6 +45,12 @@ func WithMDSConfig(fn func(*mds.Config)) Option {
 	return func(o *localcluster.Options) { o.MDSConfig = fn }
 }
 
+// WithRecall makes every MDS replica tell r before and after it moves a
+// component of a file (an nfs.Relay in front of the NFS front end).
+func WithRecall(r mds.LayoutRecaller) Option {
+	return func(o *localcluster.Options) { o.Recall = r }
+}
+
 // WithDSConfig changes each data server's config, e.g. scrub's.
 func WithDSConfig(fn func(*ds.Config)) Option {
 	return func(o *localcluster.Options) { o.DSConfig = fn }

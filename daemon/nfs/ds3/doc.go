@@ -6,6 +6,10 @@
 // the file handle names (inode, layout generation, component, stripe
 // geometry) under an HMAC of the cluster secret, so a handle of a replaced
 // generation is NFS3ERR_STALE (fenced) and a forged one NFS3ERR_BADHANDLE.
+// The synthetic AUTH_SYS identity of a layout names a fence epoch; the
+// front end fences a layout a client did not return in time by having the
+// data server refuse that epoch on the components (fence.go, a small ONC
+// RPC program signed with the cluster secret): NFS3ERR_ACCES.
 //
 // A flex-files client sends file offsets; a data column stores its stripe
 // units densely, so the service maps each offset to the column offset and

@@ -74,12 +74,3 @@ func (h Handle) colRange(off uint64, n uint64) (colOff, inUnit uint64) {
 	in := off % h.Unit
 	return (su/uint64(h.Width))*h.Unit + in, min(n, h.Unit-in)
 }
-
-// Synthetic AUTH_SYS identities of flex-files layouts (RFC 8435 section
-// 2.2): the front end puts them in the layouts, and the data server lets
-// the read identity read and the write identity read and write.
-const (
-	ReadUID  = 0x5fff0001
-	WriteUID = 0x5fff0002
-	GID      = 0x5fff0000
-)

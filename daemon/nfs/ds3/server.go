@@ -6,8 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +22,8 @@ type Config struct {
 	DSAddr string // the data server's own RPC address
 	Secret []byte // cluster secret: handle MACs and capabilities
 	MaxIO  int    // largest READ or WRITE; default 1 MiB
+	// FenceTTL is how long a fence (fence.go) is kept; default FenceTTL.
+	FenceTTL time.Duration
 }
 
 // Server is a running NFSv3 data server service.
@@ -31,15 +32,18 @@ type Server struct {
 	log   *slog.Logger
 	rc    *rpc.Client
 	verf  [8]byte
-	ln    net.Listener
+	lis   *oncrpc.Listener
 	ready chan struct{}
-	ctx   context.Context
-	stop  context.CancelFunc
-	wg    sync.WaitGroup
 
-	mu    sync.Mutex
-	conns map[*oncrpc.Conn]struct{}
+	fence  fences
+	fenced atomic.Int64 // fence calls taken
+	denied atomic.Int64 // calls refused because their identity was fenced
 }
+
+// Fenced returns how many fence calls the service took and how many
+// READ, WRITE or COMMIT calls it refused since because their layout's
+// identity was fenced.
+func (s *Server) Fenced() (fences, refused int64) { return s.fenced.Load(), s.denied.Load() }
 
 // New returns a Server.
 func New(cfg Config, log *slog.Logger) (*Server, error) {
@@ -49,10 +53,13 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 	if cfg.MaxIO == 0 {
 		cfg.MaxIO = 1 << 20
 	}
+	if cfg.FenceTTL == 0 {
+		cfg.FenceTTL = FenceTTL
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: log.With("component", "ds3"), ready: make(chan struct{}), conns: map[*oncrpc.Conn]struct{}{}}
+	s := &Server{cfg: cfg, log: log.With("component", "ds3"), ready: make(chan struct{})}
 	s.rc = rpc.NewClient(rpc.ClientConfig{Timeout: 30 * time.Second, MaxConnsPerHost: 64})
 	_, _ = rand.Read(s.verf[:])
 	return s, nil
@@ -60,14 +67,12 @@ func New(cfg Config, log *slog.Logger) (*Server, error) {
 
 // Start listens and serves until Close.
 func (s *Server) Start(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	ctx = context.WithoutCancel(ctx)
+	l, err := oncrpc.Listen(ctx, s.cfg.Addr, oncrpc.ConnConfig{MaxRecord: s.cfg.MaxIO + 64<<10, MaxInflight: 64, VersLow: 3, VersHigh: 3}, s, nil)
 	if err != nil {
-		return fmt.Errorf("ds3 listen %s: %w", s.cfg.Addr, err)
+		return fmt.Errorf("ds3: %w", err)
 	}
-	s.ln = ln
-	s.ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
-	s.wg.Add(1)
-	go s.accept()
+	s.lis = l
 	close(s.ready)
 	return nil
 }
@@ -76,45 +81,16 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // Addr returns the address it listens on.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+func (s *Server) Addr() string { return s.lis.Addr().String() }
 
 // Close stops serving and closes every connection.
 func (s *Server) Close() error {
-	if s.ln == nil {
+	if s.lis == nil {
 		return nil
 	}
-	s.stop()
-	_ = s.ln.Close()
-	s.mu.Lock()
-	for c := range s.conns {
-		_ = c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
+	err := s.lis.Close()
 	s.rc.Close()
-	return nil
-}
-
-func (s *Server) accept() {
-	defer s.wg.Done()
-	for {
-		nc, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
-		c := oncrpc.NewConn(nc, oncrpc.ConnConfig{MaxRecord: s.cfg.MaxIO + 64<<10, MaxInflight: 64, VersLow: 3, VersHigh: 3}, s)
-		s.mu.Lock()
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			_ = c.Serve(s.ctx)
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
-		}()
-	}
+	return err
 }
 
 // NFSv3 procedures and status codes (RFC 1813).
@@ -141,6 +117,9 @@ const (
 
 // ServeRPC implements oncrpc.Handler.
 func (s *Server) ServeRPC(ctx context.Context, c *oncrpc.Conn, call *oncrpc.Call, r *xdr.Reader, w *xdr.Writer) uint32 {
+	if call.Prog == FenceProg {
+		return s.serveFence(call, r, w)
+	}
 	if call.Prog != 100003 {
 		return oncrpc.ProgUnavail
 	}
@@ -170,6 +149,21 @@ func (s *Server) ServeRPC(ctx context.Context, c *oncrpc.Conn, call *oncrpc.Call
 		return s.commit(ctx, h, err, uid, r, w)
 	}
 	return oncrpc.ProcUnavail
+}
+
+// allowed reports whether AUTH_SYS uid may read (or write) the
+// component of h: a synthetic identity of a layout (SynthUID), for
+// writing if write, of an epoch not fenced off the component.
+func (s *Server) allowed(h Handle, uid uint32, write bool) bool {
+	epoch, w, ok := parseUID(uid)
+	if !ok || write && !w {
+		return false
+	}
+	if s.fence.refused(FenceKey{Ino: h.Ino, Gen: h.Gen, Comp: h.Comp}, epoch, time.Now()) {
+		s.denied.Add(1)
+		return false
+	}
+	return true
 }
 
 // token signs a capability for the component's file.
@@ -212,7 +206,7 @@ func fattr3(w *xdr.Writer, h Handle, size uint64) {
 	w.Uint32(1) // NF3REG
 	w.Uint32(0o660)
 	w.Uint32(1)
-	w.Uint32(WriteUID)
+	w.Uint32(SynthUID(0, true))
 	w.Uint32(GID)
 	w.Uint64(size)
 	w.Uint64(size)
@@ -304,7 +298,7 @@ func (s *Server) read(ctx context.Context, h Handle, herr error, uid uint32, r *
 	switch {
 	case herr != nil:
 		return fail(status3(herr))
-	case uid != ReadUID && uid != WriteUID:
+	case !s.allowed(h, uid, false):
 		return fail(nfs3ErrAcces)
 	}
 	colOff, n := h.colRange(off, uint64(min(int(count), s.cfg.MaxIO)))
@@ -360,7 +354,7 @@ func (s *Server) write(ctx context.Context, h Handle, herr error, uid uint32, r 
 	switch {
 	case herr != nil:
 		return fail(status3(herr))
-	case uid != WriteUID:
+	case !s.allowed(h, uid, true):
 		return fail(nfs3ErrAcces)
 	}
 	colOff, n := h.colRange(off, uint64(len(data)))
@@ -402,7 +396,7 @@ func (s *Server) commit(ctx context.Context, h Handle, herr error, uid uint32, r
 	switch {
 	case herr != nil:
 		return fail(status3(herr))
-	case uid != WriteUID:
+	case !s.allowed(h, uid, true):
 		return fail(nfs3ErrAcces)
 	}
 	err := s.rc.Call(ctx, s.cfg.DSAddr, rpc.DCommit, &rpc.DSReq{Cap: s.token(h, capability.OpWrite), ID: s.id(h)}, &rpc.DSResp{})

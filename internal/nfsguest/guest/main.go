@@ -44,6 +44,8 @@ func main() {
 		bigio(mnt, os.Args[3:])
 	case "mirror":
 		mirror(mnt)
+	case "move":
+		move(mnt)
 	default:
 		step("scenario", fmt.Errorf("unknown scenario %q", os.Args[2]))
 	}
@@ -265,10 +267,23 @@ func waitContent(p, want string, d time.Duration) error {
 // mirror: write the first 3 MiB of /mirror.bin, tell the host (/mw-marker =
 // "started"), wait until it has killed a data server ("killed"), write
 // 3 MiB more, then read the whole file back after dropping caches.
-func mirror(mnt string) {
+func mirror(mnt string) { twoHalves(mnt, "mirror.bin", 4, "mw-marker", "killed", 3*time.Minute) }
+
+// move: write the first 3 MiB of /move.bin and keep it open (with its
+// write layout), tell the host (/mv-marker = "started"), wait until the
+// host has moved the file's component to another data server ("moved"),
+// write 3 MiB more through the same open file, then read the whole file
+// back after dropping caches.
+func move(mnt string) { twoHalves(mnt, "move.bin", 5, "mv-marker", "moved", 8*time.Minute) }
+
+// twoHalves writes the first half of file name (pattern seed), tells the
+// host through marker ("started"), waits up to d until the host writes
+// event into the marker, writes the second half through the same open
+// file, and reads the whole file back after dropping caches.
+func twoHalves(mnt, name string, seed uint64, marker, event string, d time.Duration) {
 	const half = 3 << 20
-	data := nfsguest.Pattern(4, 2*half)
-	p := filepath.Join(mnt, "mirror.bin")
+	data := nfsguest.Pattern(seed, 2*half)
+	p := filepath.Join(mnt, name)
 	f, err := os.Create(p)
 	if err == nil {
 		_, err = f.Write(data[:half])
@@ -280,8 +295,8 @@ func mirror(mnt string) {
 	if err != nil {
 		return
 	}
-	step("announce", writeFile(filepath.Join(mnt, "mw-marker"), []byte("started")))
-	step("wait-kill", waitContent(filepath.Join(mnt, "mw-marker"), "killed", 3*time.Minute))
+	step("announce", writeFile(filepath.Join(mnt, marker), []byte("started")))
+	step("wait-"+event, waitContent(filepath.Join(mnt, marker), event, d))
 	t0 := time.Now()
 	_, err = f.Write(data[half:])
 	if err == nil {
