@@ -12,6 +12,7 @@ import (
 	"github.com/strata-hpc/strata/daemon/mds"
 	"github.com/strata-hpc/strata/daemon/nfs"
 	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/internal/identity"
 )
 
 func runMDS(ctx context.Context, a *app, args []string) error {
@@ -102,6 +103,8 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 		}
 		names, servers = append(names, "admin"), append(servers, ad)
 	}
+	// NFS clients are trusted as the MDS trusts its callers.
+	nf.cfg.Nodemap = identity.Nodemap{Trusted: cfg.TrustedNodes, Rules: cfg.Squash}
 	ns, err := newNFS(log, &nf, cfg.Listen, cfg.Secret, relay)
 	if err != nil {
 		for _, s := range servers {

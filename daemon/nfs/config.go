@@ -3,6 +3,8 @@ package nfs
 import (
 	"fmt"
 	"time"
+
+	"github.com/strata-hpc/strata/internal/identity"
 )
 
 // Config configures the NFSv4.1 front end.
@@ -29,6 +31,11 @@ type Config struct {
 	// DataServerPort, if set, is the NFSv3 port of the data servers not in
 	// DataServers, on the host of their RPC address.
 	DataServerPort int
+	// Nodemap is the identity layer's map of trusted networks and squash
+	// rules (the MDS's trusted_nodes and squash): AUTH_SYS from a trusted
+	// network is taken as it comes, root from any other is squashed
+	// (trust.go). The zero value trusts every client an export allows.
+	Nodemap identity.Nodemap
 	// FenceAddrs maps a data server's RPC address to where the front end
 	// itself reaches its NFSv3 service to fence a layout (recall.go), when
 	// that is not the DataServers address clients use.

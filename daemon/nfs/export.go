@@ -15,10 +15,10 @@ import (
 //	/path 10.1.0.0/16(rw,no_root_squash) 192.168.1.7(ro) 127.0.0.1
 //
 // Path is a directory of the Strata namespace; a client sees it as the
-// server's root. Until Strata's identity layer lands, the front end does
-// its own trust decisions here: AUTH_SYS from an allowed client is taken
-// as it comes, except uid 0 which root_squash (the default) maps to the
-// anonymous identity; all_squash maps every user.
+// server's root. After the identity layer's nodemap (trust.go), AUTH_SYS
+// from an allowed client is taken as it comes, except uid 0 which
+// root_squash (the default) maps to the anonymous identity; all_squash
+// maps every user.
 type Export struct {
 	Path    string
 	Clients []ClientRule

@@ -165,17 +165,18 @@ func (s *Server) ServeRPC(ctx context.Context, c *oncrpc.Conn, call *oncrpc.Call
 	if !ok {
 		return oncrpc.DenyAuthTooWeak
 	}
-	cred := rpc.Cred{Uid: nobody, Gid: nobody}
+	cred := rpc.Cred{Uid: rule.AnonUid, Gid: rule.AnonGid}
+	var gids []uint32
 	if call.Sys != nil {
-		cred = rule.squash(rpc.Cred{Uid: call.Sys.Uid, Gid: call.Sys.Gid})
+		cred, gids = s.trust(rpc.Cred{Uid: call.Sys.Uid, Gid: call.Sys.Gid}, call.Sys.Gids, peer.Addr())
+	}
+	if sq := rule.squash(cred); sq.Uid != cred.Uid {
+		cred, gids = sq, nil
 	} else {
-		cred = rule.squash(rpc.Cred{Uid: rule.AnonUid, Gid: rule.AnonGid})
+		cred = sq
 	}
 	// The MDS checks every namespace call's permissions as the caller.
-	cp := &compound{s: s, ctx: rpc.WithCred(ctx, cred), conn: c, call: call, cred: cred, exp: exp, rule: rule}
-	if call.Sys != nil {
-		cp.gids = call.Sys.Gids
-	}
+	cp := &compound{s: s, ctx: rpc.WithCred(ctx, cred), conn: c, call: call, cred: cred, gids: gids, exp: exp, rule: rule}
 	if !cp.run(args, res) {
 		return oncrpc.GarbageArgs
 	}

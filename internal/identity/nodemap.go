@@ -127,6 +127,15 @@ func (m *Nodemap) trusted(addr netip.Addr) bool {
 	return false
 }
 
+// Trusts reports whether addr is on a trusted network (any address when
+// none is configured): the NFS front end trusts AUTH_SYS from there as
+// the MDS trusts node credentials.
+func (m *Nodemap) Trusts(addr netip.Addr) bool { return m.trusted(addr.Unmap()) }
+
+// Map squashes id as the first rule matching addr says, as the MDS does
+// for a caller from addr.
+func (m *Nodemap) Map(id *Identity, addr netip.Addr) { m.apply(id, addr.Unmap()) }
+
 // apply squashes id as the first rule matching addr says.
 func (m *Nodemap) apply(id *Identity, addr netip.Addr) {
 	for _, r := range m.Rules {
