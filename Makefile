@@ -67,7 +67,7 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) contrib/fuzz.sh
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/bench/...
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 90m ./internal/bench/...
 
 # dist/strata_VERSION_ARCH.deb: the binary (a PIE, stripped), the SPANK
 # plugin, the MPI-IO shim, systemd units, configuration, docs, man pages
