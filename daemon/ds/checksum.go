@@ -34,6 +34,13 @@ func (c checksummer) sum(lead int, p []byte) uint32 {
 	return crc32.Update(s, castagnoli, c.zero[:c.bs-lead-len(p)])
 }
 
+// extend returns the CRC of a block that starts with n bytes whose plain
+// CRC32C is plain, then zeros up to the block size: only the zeros are
+// summed.
+func (c checksummer) extend(plain uint32, n int) uint32 {
+	return crc32.Update(plain, castagnoli, c.zero[:c.bs-n])
+}
+
 // verify reports whether the block whose bytes up to the end of the
 // component are p matches the stored CRC. A stored 0 over zeros is a hole
 // (a block never written) and matches too. It also returns the plain

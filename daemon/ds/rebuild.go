@@ -130,6 +130,8 @@ func (s *Server) handleRebuild(ctx context.Context, req *rpc.RebuildReq) (*rpc.R
 		return &rpc.RebuildResp{}, nil // a hole in the fresh staged copy
 	}
 	if wire == nil {
+		// Decoded (or zero-filled) bytes are summed here once; the store
+		// derives their stored CRCs from these sums (writeEntry, verified).
 		wire = rpc.AppendSums(nil, req.Off, p)
 	}
 	// The QoS scheduler admits the write here only: the reads were
@@ -147,7 +149,7 @@ func (s *Server) handleRebuild(ctx context.Context, req *rpc.RebuildReq) (*rpc.R
 		}
 		return &rpc.RebuildResp{Written: uint64(len(p))}, nil
 	}
-	size, err := s.store.write(req.ID, req.Off, p, wire)
+	size, err := s.store.writeSums(req.ID, req.Off, p, wire, true)
 	if err != nil {
 		return nil, wireError(err)
 	}
@@ -195,7 +197,8 @@ func (w *window) read(ctx context.Context, src rpc.RebuildSource, p []byte) ([]b
 
 // copy fills p from the first source that serves the window. It returns
 // the bytes to write (the copy's, without the zeros past its end, unless
-// Live) and their wire checksums, as verified on the way in.
+// Live) and their wire checksums, as verified on the way in (nil for a
+// Live window the source ends in: the caller sums it).
 func (w *window) copy(ctx context.Context, p []byte) ([]byte, []byte, error) {
 	err := errors.New("no source")
 	for _, src := range w.req.Sources {
@@ -203,8 +206,10 @@ func (w *window) copy(ctx context.Context, p []byte) ([]byte, []byte, error) {
 		var n int
 		sums, n, err = w.read(ctx, src, p)
 		switch {
+		case err == nil && w.req.Live && n < len(p):
+			return nil, p, nil // the zeros past the source's end are summed by the caller
 		case err == nil && w.req.Live:
-			return nil, p, nil
+			return sums, p, nil
 		case err == nil:
 			return sums, p[:n], nil
 		case !survivable(err):

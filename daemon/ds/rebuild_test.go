@@ -22,9 +22,9 @@ type peerPair struct {
 	id       rpc.ComponentID // the component rebuilt on dst
 }
 
-func newPeerPair(t *testing.T) *peerPair {
+func newPeerPair(t *testing.T, dstOpts ...func(*Config, *Deps)) *peerPair {
 	src := newHarness(t)
-	dst := newHarness(t, func(c *Config, _ *Deps) { c.ID, c.Secret = "ds2", src.secret })
+	dst := newHarness(t, append([]func(*Config, *Deps){func(c *Config, _ *Deps) { c.ID, c.Secret = "ds2", src.secret }}, dstOpts...)...)
 	dst.secret = src.secret
 	data := randBytes(rand.New(rand.NewPCG(5, 6)), 300<<10+123)
 	src.mustWrite(rpc.ComponentID{Ino: 40, Gen: 1, Col: 0}, 0, data)
@@ -102,6 +102,39 @@ func TestRebuildFromPeer(t *testing.T) {
 	}
 	if _, err := p.call(rpc.DStagePublish, rpc.RebuildReq{Size: size}); !errors.Is(err, syscall.ENOENT) {
 		t.Fatalf("second publish: %v; want ENOENT", err)
+	}
+}
+
+// TestRebuildStoredSums: the target stores the CRCs of what it rebuilt
+// from the sums it verified on receive, without summing the bytes again;
+// whatever its block size (smaller than, equal to or larger than the wire's
+// checksum piece), windows that end inside a block and a component that
+// ends inside one, the published component reads back through its stored
+// CRCs byte for byte.
+func TestRebuildStoredSums(t *testing.T) {
+	for _, bs := range []int{4 << 10, rpc.SumBlock, 256 << 10} {
+		p := newPeerPair(t, func(c *Config, _ *Deps) { c.BlockSize = bs })
+		size := uint64(len(p.data))
+		if _, err := p.call(rpc.DStageBegin, rpc.RebuildReq{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, cut := range [][2]uint64{{0, 100<<10 + 7}, {100<<10 + 7, 64 << 10}, {164<<10 + 7, size - (164<<10 + 7)}} {
+			if _, err := p.call(rpc.DRebuild, p.window(cut[0], cut[1])); err != nil {
+				t.Fatalf("block size %d: window %v: %v", bs, cut, err)
+			}
+		}
+		if _, err := p.call(rpc.DStagePublish, rpc.RebuildReq{Size: size}); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.dst.mustRead(p.id, 0, size+10); !bytes.Equal(got, p.data) {
+			t.Fatalf("block size %d: published component: %s", bs, diff(got, p.data))
+		}
+		for off := uint64(0); off < size; off += 5000 {
+			n := min(uint64(7000), size-off)
+			if got := p.dst.mustRead(p.id, off, n); !bytes.Equal(got, p.data[off:off+n]) {
+				t.Fatalf("block size %d: read at %d: %s", bs, off, diff(got, p.data[off:off+n]))
+			}
+		}
 	}
 }
 

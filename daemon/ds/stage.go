@@ -96,7 +96,9 @@ func (st *store) stageBegin(id rpc.ComponentID, off uint64) (uint64, error) {
 }
 
 // stageWrite writes p (with its wire checksums) at off in the staged copy
-// of id, which must exist.
+// of id, which must exist. The caller has verified wire against p (the
+// rebuild checks every block it receives and sums what it decodes): the
+// bytes are not summed again, only their stored CRCs derived from wire.
 func (st *store) stageWrite(id rpc.ComponentID, off uint64, p, wire []byte) error {
 	e, err := st.existingStage(id)
 	if err != nil {
@@ -106,12 +108,7 @@ func (st *store) stageWrite(id rpc.ComponentID, off uint64, p, wire []byte) erro
 	if want := rpc.SumCount(off, len(p)) * rpc.SumSize; len(wire) != want || off > maxOffset || uint64(len(p)) > maxOffset-off {
 		return fmt.Errorf("stage %s: %w: %d bytes at %d with %d bytes of checksums", componentName(id), rpc.ErrSum, len(p), off, len(wire))
 	}
-	if st.bs != rpc.SumBlock {
-		if err := rpc.CheckSums(off, wire, p); err != nil {
-			return fmt.Errorf("stage %s: %w", componentName(id), err)
-		}
-	}
-	_, err = st.writeEntry(e, off, p, wire)
+	_, err = st.writeEntry(e, off, p, wire, true)
 	return err
 }
 

@@ -273,6 +273,12 @@ func (e *entry) grow(end uint64) uint64 {
 // one. Where the block size is rpc.SumBlock, a whole block's CRC is its
 // wire checksum: each block is summed once.
 func (st *store) write(id rpc.ComponentID, off uint64, p, wire []byte) (uint64, error) {
+	return st.writeSums(id, off, p, wire, false)
+}
+
+// writeSums is write; with verified, wire was checked against p by the
+// caller and is not checked again (writeEntry).
+func (st *store) writeSums(id rpc.ComponentID, off uint64, p, wire []byte, verified bool) (uint64, error) {
 	n := uint64(len(p))
 	if off > maxOffset || n > maxOffset-off {
 		return 0, fmt.Errorf("%w: write of %d bytes at %d", ErrRange, n, off)
@@ -281,8 +287,7 @@ func (st *store) write(id rpc.ComponentID, off uint64, p, wire []byte) (uint64, 
 		return 0, fmt.Errorf("write %s: %w: %d bytes of checksums for %d bytes at %d, want %d",
 			componentName(id), rpc.ErrSum, len(wire), n, off, want)
 	}
-	fast := st.bs == rpc.SumBlock
-	if !fast {
+	if !verified && st.bs != rpc.SumBlock {
 		if err := rpc.CheckSums(off, wire, p); err != nil {
 			return 0, fmt.Errorf("write %s: %w", componentName(id), err)
 		}
@@ -292,12 +297,15 @@ func (st *store) write(id rpc.ComponentID, off uint64, p, wire []byte) (uint64, 
 		return 0, err
 	}
 	defer st.release(e)
-	return st.writeEntry(e, off, p, wire)
+	return st.writeEntry(e, off, p, wire, verified)
 }
 
 // writeEntry is write on the open entry e, once off, p and wire are
-// checked.
-func (st *store) writeEntry(e *entry, off uint64, p, wire []byte) (uint64, error) {
+// checked. With verified, the caller has checked wire against p already
+// (a rebuild verifies every block it receives, or sums what it decoded):
+// a whole block's stored CRC is then its wire CRC, extended over the
+// block's trailing zeros, and p is not summed again.
+func (st *store) writeEntry(e *entry, off uint64, p, wire []byte, verified bool) (uint64, error) {
 	id, n, fast := e.id, uint64(len(p)), st.bs == rpc.SumBlock
 	if n == 0 {
 		return e.getSize(), nil
@@ -342,10 +350,12 @@ func (st *store) writeEntry(e *entry, off uint64, p, wire []byte) (uint64, error
 			if err != nil {
 				return 0, fmt.Errorf("write %s: %w", componentName(id), err)
 			}
+		} else if fast && verified && lo == 0 {
+			s = st.sum.extend(getSum(wire, int(b-b0)), len(piece))
 		} else {
 			s = st.sum.sum(int(lo), piece)
 		}
-		if fast {
+		if fast && !verified {
 			plain := s
 			if lo > 0 || hi < st.bs {
 				plain = crc32.Checksum(piece, castagnoli) // a partial block: its CRC is not the wire's
