@@ -54,6 +54,9 @@ func Cleanup() {
 	if guestDir != "" {
 		_ = os.RemoveAll(guestDir)
 	}
+	if cliDir != "" {
+		_ = os.RemoveAll(cliDir)
+	}
 }
 
 // CheckGuest logs the guest's lines and fails the test unless it mounted,
