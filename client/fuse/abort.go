@@ -1,39 +1,13 @@
 package fuse
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
-
-// fusectlDir is where the kernel's fusectl file system lists FUSE
-// connections, each with an abort file.
-const fusectlDir = "/sys/fs/fuse/connections"
 
 // abortWait bounds how long Abort waits for serving to end once the kernel
 // has ended the connection.
 const abortWait = 5 * time.Second
-
-// connID returns the FUSE connection number of the file system mounted on
-// dir (the name of its fusectl directory: the kernel's encoding of its
-// anonymous device, major 0) and its "major:minor" as mountinfo shows it.
-func connID(dir string) (uint32, string, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(dir, &st); err != nil {
-		return 0, "", fmt.Errorf("stat %s: %w", dir, err)
-	}
-	major, minor := unix.Major(st.Dev), unix.Minor(st.Dev)
-	dev := fmt.Sprintf("%d:%d", major, minor)
-	if major != 0 {
-		return 0, dev, fmt.Errorf("%s: device %s is not an anonymous FUSE device", dir, dev)
-	}
-	return minor, dev, nil
-}
 
 // Abort ends the mount's kernel connection (fusectl's abort, as
 // `echo 1 > /sys/fs/fuse/connections/N/abort` does) and waits for serving
@@ -43,33 +17,21 @@ func connID(dir string) (uint32, string, error) {
 // go would otherwise keep this Server serving forever. Their next calls on
 // the mount fail with ENOTCONN; nothing this Server received is lost (it
 // is written back as at any unmount). It needs root (fusectl is root's).
+// A connection that has ended already is left alone: its number may be
+// another mount's by then (conn.go).
 func (s *Server) Abort() error {
 	select {
 	case <-s.done:
 		return nil
 	default:
 	}
-	if s.conn == 0 {
+	if !s.conn.known() {
 		return fmt.Errorf("abort the FUSE connection of %s: %w", s.dir, ErrNoConn)
 	}
-	p := filepath.Join(fusectlDir, strconv.FormatUint(uint64(s.conn), 10), "abort")
-	if _, err := os.Stat(fusectlDir + "/."); err == nil {
-		if _, err := os.Stat(filepath.Dir(p)); errors.Is(err, os.ErrNotExist) {
-			// fusectl is not mounted (or this is another connection
-			// list): mount it, as fuse's init scripts do.
-			if err := unix.Mount("fusectl", fusectlDir, "fusectl", 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
-				return fmt.Errorf("abort the FUSE connection of %s: mount fusectl on %s: %w", s.dir, fusectlDir, err)
-			}
-		}
-	}
-	if err := os.WriteFile(p, []byte("1"), 0); err != nil {
-		select {
-		case <-s.done: // ended meanwhile: its fusectl directory went with it
-			return nil
-		default:
-		}
-		// Ended by the kernel already, still serving what was in flight.
-		if ended, _ := connEnded(s.conn); !ended {
+	select {
+	case <-s.served: // the connection has ended: nothing to abort
+	default:
+		if _, err := s.conn.abort(); err != nil {
 			return fmt.Errorf("abort the FUSE connection of %s: %w", s.dir, err)
 		}
 	}
@@ -87,7 +49,8 @@ func (s *Server) Abort() error {
 // unmount by anyone: strata umount, fusermount3 -u, umount) but the
 // connection lives on for longer than grace, because a copy of the mount in
 // another mount namespace holds it. A mount this Server detached itself
-// (a lazy unmount of a busy mount) is left to its holders.
+// (a lazy unmount of a busy mount) is left to its holders. It stops once
+// the connection has ended.
 func (s *Server) watch(grace time.Duration) {
 	defer s.wg.Done()
 	tick := time.NewTicker(grace / 3)
@@ -95,22 +58,21 @@ func (s *Server) watch(grace time.Duration) {
 	var gone time.Time
 	for {
 		select {
-		case <-s.done:
+		case <-s.served:
 			return
 		case <-tick.C:
 		}
-		if ended, _ := connEnded(s.conn); ended {
+		if s.mountedHere() {
+			gone = time.Time{}
+			continue
+		}
+		if ended, _ := s.conn.gone(); ended {
 			// Unmounted (the last copy of the mount is gone) while
 			// requests are still in flight: give them UnmountTimeout.
 			s.letGo.ended()
 			return
 		}
 		if s.detached.Load() {
-			gone = time.Time{}
-			continue
-		}
-		m, err := findMount(s.dir)
-		if err != nil || (m != nil && m.dev == s.dev) {
 			gone = time.Time{}
 			continue
 		}
@@ -128,4 +90,11 @@ func (s *Server) watch(grace time.Duration) {
 		s.log.Warn("unmounted, but another mount namespace still held the mount: ended its FUSE connection; processes there get ENOTCONN")
 		return
 	}
+}
+
+// mountedHere reports whether the mount is still on its directory in this
+// mount namespace, or whether that cannot be told (mountinfo unreadable).
+func (s *Server) mountedHere() bool {
+	m, err := findMount(s.dir)
+	return err != nil || (m != nil && m.dev == s.conn.dev)
 }

@@ -1,18 +1,9 @@
 package fuse
 
 import (
-	"errors"
-	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
-
-// fusectlMagic is the fusectl file system's statfs type.
-const fusectlMagic = 0x65735543
 
 // letGo bounds what a mount does after its kernel connection has ended.
 // Requests still in flight then (a RELEASE the kernel sent when a process
@@ -54,22 +45,4 @@ func (l *letGo) stop() bool {
 		l.timer.Stop()
 	}
 	return l.gaveUp
-}
-
-// connEnded reports whether the kernel connection conn has ended: fusectl
-// lists a connection until its last mount and open /dev/fuse are gone.
-// known is false where fusectl is not mounted (then nobody can tell).
-func connEnded(conn uint32) (ended, known bool) {
-	if conn == 0 {
-		return false, false
-	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(fusectlDir, &st); err != nil || st.Type != fusectlMagic {
-		return false, false
-	}
-	_, err := os.Stat(filepath.Join(fusectlDir, strconv.FormatUint(uint64(conn), 10)))
-	if errors.Is(err, os.ErrNotExist) {
-		return true, true
-	}
-	return false, err == nil
 }

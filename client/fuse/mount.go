@@ -34,10 +34,10 @@ type Server struct {
 	fsys   *fileSystem
 	log    *slog.Logger
 	cancel context.CancelFunc
+	served chan struct{} // closed when go-fuse's Serve has returned: the connection has ended
 	done   chan struct{} // closed when serving has ended and state is written back
 
-	conn     uint32      // the kernel connection (fusectl) number, 0 if unknown
-	dev      string      // the mount's "major:minor" in mountinfo
+	conn     kconn       // the kernel connection (conn.go)
 	detached atomic.Bool // detached by a lazy Unmount: served until its holders let go
 	letGo    *letGo      // bounds what is in flight once the connection ended
 	wg       sync.WaitGroup
@@ -93,7 +93,8 @@ func Mount(ctx context.Context, c *client.Client, mountpoint string, opts Option
 		cancel()
 		return nil, fmt.Errorf("fuse: mount %s: %w", dir, err)
 	}
-	s := &Server{dir: dir, server: server, fsys: fsys, log: log, cancel: cancel, done: make(chan struct{}),
+	s := &Server{dir: dir, server: server, fsys: fsys, log: log, cancel: cancel,
+		served: make(chan struct{}), done: make(chan struct{}),
 		letGo: &letGo{timeout: opts.UnmountTimeout, cancel: cancel}}
 	go s.serve()
 	if err := server.WaitMount(); err != nil {
@@ -101,12 +102,13 @@ func Mount(ctx context.Context, c *client.Client, mountpoint string, opts Option
 		<-s.done
 		return nil, fmt.Errorf("fuse: mount %s: %w", dir, err)
 	}
-	if id, dev, err := connID(dir); err == nil {
-		s.conn, s.dev = id, dev
+	conn, err := connOf(dir)
+	s.conn = conn
+	if err == nil {
 		s.wg.Add(1)
 		go s.watch(goneGrace)
 	} else {
-		log.Warn("cannot tell the FUSE connection number: an unmount that another mount namespace holds cannot be ended", "err", err)
+		log.Warn("cannot tell the FUSE connection: an unmount that another mount namespace holds cannot be ended", "err", err)
 	}
 	s.tuneReadahead(opts.MaxReadahead)
 	log.Info("mounted", "max_write", opts.MaxWrite, "attr_timeout", opts.AttrTimeout, "entry_timeout", opts.EntryTimeout)
@@ -141,6 +143,7 @@ func mountOptions(opts Options, log *slog.Logger) gofuse.MountOptions {
 func (s *Server) serve() {
 	defer close(s.done)
 	s.server.Serve()
+	close(s.served)
 	s.letGo.ended()
 	s.detached.Store(false)
 	s.fsys.shutdown()
@@ -178,7 +181,7 @@ func (s *Server) Unmount(ctx context.Context, lazy bool) error {
 	for {
 		err := unmount(s.dir, false)
 		if err == nil || errors.Is(err, ErrNotMounted) {
-			if ended, _ := connEnded(s.conn); ended {
+			if ended, _ := s.conn.gone(); ended {
 				s.letGo.ended()
 			}
 			return s.waitDone(ctx)
