@@ -9,7 +9,7 @@ require (
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/raft v1.8.0
-	github.com/hashicorp/raft-wal v0.4.0
+	github.com/hashicorp/raft-wal v0.4.1
 	github.com/klauspost/reedsolomon v1.14.2
 	github.com/shirou/gopsutil/v4 v4.26.10
 	github.com/valyala/fasthttp v1.77.0
