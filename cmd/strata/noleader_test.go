@@ -32,17 +32,7 @@ func TestUmountNoLeader(t *testing.T) {
 	env := envOf(cl)
 	dA, dirA := startMount(t, env)
 	dB, dirB := startMount(t, env)
-	var files []*os.File
-	for _, dir := range []string{dirA, dirB} {
-		f, err := os.Create(filepath.Join(dir, "unwritten"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.Write(make([]byte, 1<<20)); err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
+	files := openUnwritten(t, dirA, dirB)
 
 	leader := cl.Leader()
 	for i := range 3 {
@@ -52,6 +42,57 @@ func TestUmountNoLeader(t *testing.T) {
 			}
 		}
 	}
+	closeFailing(t, files)
+
+	// SIGTERM to B, strata umount of A, while the kernel's RELEASEs of
+	// the closed files are still trying the MDS.
+	dB.cancel()
+	dB.cancel = nil
+	umountBusy(t, dirA)
+	letGo(t, "umount", dA, dirA)
+	letGo(t, "SIGTERM", dB, dirB)
+}
+
+// TestUmountNoMDS: the same with a cluster of one MDS, killed: closing a
+// file with unwritten data fails, and `strata umount` then ends the
+// `strata mount` process within seconds.
+func TestUmountNoMDS(t *testing.T) {
+	requireFUSE(t)
+	cl := testcluster.Start(t, 2)
+	env := envOf(cl)
+	d, dir := startMount(t, env)
+	files := openUnwritten(t, dir)
+	if err := cl.StopMDS(); err != nil {
+		t.Fatal(err)
+	}
+	closeFailing(t, files)
+	umountBusy(t, dir)
+	letGo(t, "umount", d, dir)
+}
+
+// openUnwritten creates a file in each dir and writes 1 MiB to it, which
+// the mount holds until the file is closed.
+func openUnwritten(t *testing.T, dirs ...string) []*os.File {
+	t.Helper()
+	var files []*os.File
+	for _, dir := range dirs {
+		f, err := os.Create(filepath.Join(dir, "unwritten"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(make([]byte, 1<<20)); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return files
+}
+
+// closeFailing closes files at once and fails the test if one of them
+// closes without error: with no MDS leader their sizes cannot be
+// committed.
+func closeFailing(t *testing.T, files []*os.File) {
+	t.Helper()
 	var wg sync.WaitGroup
 	closeErrs := make([]error, len(files))
 	for i, f := range files {
@@ -64,41 +105,43 @@ func TestUmountNoLeader(t *testing.T) {
 			t.Errorf("close of file %d with no MDS leader succeeded: its size cannot have been committed", i)
 		}
 	}
+}
 
-	// SIGTERM to B, strata umount of A, while the kernel's RELEASEs of
-	// the closed files are still trying the MDS.
-	dB.cancel()
-	dB.cancel = nil
+// umountBusy runs `strata umount dir` until it is not refused as busy
+// (the kernel may still hold the closed files' RELEASEs), for a minute.
+func umountBusy(t *testing.T, dir string) {
+	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		r := strata(t, nil, "umount", dirA)
+		r := strata(t, nil, "umount", dir)
 		if r.code == 0 {
-			break
+			return
 		}
 		if !strings.Contains(r.stderr, "target is busy") || time.Now().After(deadline) {
 			t.Fatalf("strata umount: exit %d, %s", r.code, r.stderr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for _, m := range []struct {
-		name string
-		d    *daemon
-		dir  string
-	}{{"umount", dA, dirA}, {"SIGTERM", dB, dirB}} {
-		select {
-		case err := <-m.d.done:
-			if err != nil {
-				t.Errorf("after %s with no MDS leader, strata mount returned %v; stderr:\n%s", m.name, err, m.d.err.String())
-			}
-		case <-time.After(letGoWait):
-			t.Fatalf("after %s with no MDS leader, strata mount still runs %v later; stderr:\n%s", m.name, letGoWait, m.d.err.String())
+}
+
+// letGo fails the test unless the mount d of dir, unmounted or told to
+// stop (how), ends within letGoWait with no error, saying in its log that
+// it gave up on the MDS, and dir is no longer mounted.
+func letGo(t *testing.T, how string, d *daemon, dir string) {
+	t.Helper()
+	select {
+	case err := <-d.done:
+		if err != nil {
+			t.Errorf("after %s with no MDS leader, strata mount returned %v; stderr:\n%s", how, err, d.err.String())
 		}
-		m.d.cancel = nil
-		if log := m.d.err.String(); !strings.Contains(log, "the MDS did not answer") || !strings.Contains(log, "gave up") {
-			t.Errorf("after %s with no MDS leader, the log of strata mount does not say it gave up on the MDS:\n%s", m.name, log)
-		}
-		if isMounted(t, m.dir) {
-			t.Errorf("after %s, %s is still mounted", m.name, m.dir)
-		}
+	case <-time.After(letGoWait):
+		t.Fatalf("after %s with no MDS leader, strata mount still runs %v later; stderr:\n%s", how, letGoWait, d.err.String())
+	}
+	d.cancel = nil
+	if log := d.err.String(); !strings.Contains(log, "the MDS did not answer") || !strings.Contains(log, "gave up") {
+		t.Errorf("after %s with no MDS leader, the log of strata mount does not say it gave up on the MDS:\n%s", how, log)
+	}
+	if isMounted(t, dir) {
+		t.Errorf("after %s, %s is still mounted", how, dir)
 	}
 }
