@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"context"
+	"slices"
 	"syscall"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
@@ -30,6 +31,9 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 // Data this mount buffered for the file is made durable first, so that
 // the MDS judges "empty" on what the writers wrote.
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	if unsupported(attr) {
+		return syscall.EOPNOTSUPP
+	}
 	ino := n.ino()
 	n.fsys.dc.changed() // the layout generation is an attribute
 	n.fsys.xa.forget(ino)
@@ -62,6 +66,7 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 	if err != nil {
 		return 0, n.fsys.errs.fail("listxattr", n.ino(), err)
 	}
+	names = slices.DeleteFunc(names, unsupported) // set through the library
 	size := 0
 	for _, name := range names {
 		size += len(name) + 1
@@ -81,5 +86,8 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 // Removexattr removes an extended attribute (user.strata.layout only from
 // a directory: a file always has a layout).
 func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	if unsupported(attr) {
+		return syscall.EOPNOTSUPP
+	}
 	return n.fsys.errs.fail("removexattr", n.ino(), n.fsys.c.RemoveXattrIno(n.fsys.as(ctx), n.ino(), attr))
 }

@@ -18,8 +18,8 @@ import (
 // ENODATA here. An attribute set through this mount is seen at once; one
 // set through another mount after the MDS answered is seen once the
 // attributes expire, as a size or mode change is. Names the MDS computes
-// (rpc.LayoutXattr) always go to it, and the system. namespace (POSIX
-// ACLs), which Strata does not keep, is EOPNOTSUPP without asking.
+// (rpc.LayoutXattr) always go to it. Names the mount does not carry
+// (unsupported) are EOPNOTSUPP without asking.
 type noXattrs struct {
 	ttl time.Duration
 
@@ -67,7 +67,7 @@ func (x *noXattrs) forget(ino uint64) {
 // answer returns the errno for a getxattr of name on ino that needs no
 // MDS round trip, or 0 if the MDS must be asked.
 func (x *noXattrs) answer(ino uint64, name string) syscall.Errno {
-	if strings.HasPrefix(name, "system.") {
+	if unsupported(name) {
 		return syscall.EOPNOTSUPP
 	}
 	if name == rpc.LayoutXattr || len(name) > 255 {
@@ -80,4 +80,22 @@ func (x *noXattrs) answer(ino uint64, name string) syscall.Errno {
 		return syscall.ENODATA
 	}
 	return 0
+}
+
+// selinuxXattr is where SELinux keeps a file's label.
+const selinuxXattr = "security.selinux"
+
+// unsupported reports whether the mount answers EOPNOTSUPP for the
+// extended attribute name, as a file system that does not support it does:
+//   - the system. namespace (POSIX ACLs), which Strata does not keep or
+//     enforce (the kernel answers those names itself for a FUSE file system
+//     that did not ask for ACLs; this is for a kernel that passes them on);
+//   - security.selinux: the mount carries no SELinux labels, as an NFS
+//     mount without labeled NFS does; SELinux labels the files of a FUSE
+//     mount by policy (genfscon, or the context= mount option), not by
+//     this attribute. `ls -l` asks it of every file: EOPNOTSUPP it
+//     remembers for the whole file system, ENODATA it asks again per file,
+//     so a long listing costs one FUSE request per file fewer.
+func unsupported(name string) bool {
+	return strings.HasPrefix(name, "system.") || name == selinuxXattr
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +24,7 @@ func TestXattrAbsent(t *testing.T) {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 64)
-	for _, name := range []string{"security.selinux", "user.color", "trusted.x"} {
+	for _, name := range []string{"security.other", "user.color", "trusted.x"} {
 		if _, err := unix.Lgetxattr(pa, name, buf); !errors.Is(err, unix.ENODATA) {
 			t.Fatalf("getxattr %s of a file without xattrs = %v, want ENODATA", name, err)
 		}
@@ -47,5 +49,45 @@ func TestXattrAbsent(t *testing.T) {
 			t.Fatalf("the second mount still answers %q, %v for an xattr set through the first", buf[:max(n, 0)], err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestXattrUnsupported: SELinux labels are not carried by the mount:
+// getxattr, setxattr and removexattr of security.selinux answer EOPNOTSUPP,
+// as on an NFS mount without labeled NFS, so chcon fails instead of
+// appearing to work and `ls -l` stops asking after the first file (it
+// asks again per file after ENODATA). Other security. attributes are kept.
+// (POSIX ACL names never reach the mount: the kernel answers them for a
+// FUSE file system that did not ask for ACLs.)
+func TestXattrUnsupported(t *testing.T) {
+	_, m := startMount(t, 2)
+	p := filepath.Join(m.Dir(), "f")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 256)
+	name := "security.selinux"
+	if _, err := unix.Lgetxattr(p, name, buf); !errors.Is(err, unix.EOPNOTSUPP) {
+		t.Errorf("getxattr %s = %v, want EOPNOTSUPP", name, err)
+	}
+	if err := unix.Lsetxattr(p, name, []byte("system_u:object_r:user_home_t:s0"), 0); !errors.Is(err, unix.EOPNOTSUPP) {
+		t.Errorf("setxattr %s = %v, want EOPNOTSUPP", name, err)
+	}
+	if err := unix.Lremovexattr(p, name); !errors.Is(err, unix.EOPNOTSUPP) {
+		t.Errorf("removexattr %s = %v, want EOPNOTSUPP", name, err)
+	}
+	if err := unix.Lsetxattr(p, "security.other", []byte("v"), 0); err != nil {
+		t.Fatalf("setxattr security.other as root: %v", err)
+	}
+	if n, err := unix.Lgetxattr(p, "security.other", buf); err != nil || string(buf[:n]) != "v" {
+		t.Fatalf("getxattr security.other = %q, %v; want v", buf[:max(n, 0)], err)
+	}
+	n, err := unix.Llistxattr(p, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := strings.Split(strings.TrimSuffix(string(buf[:n]), "\x00"), "\x00")
+	if !slices.Contains(names, "security.other") || slices.Contains(names, name) {
+		t.Fatalf("listxattr = %q; want security.other and no %s", names, name)
 	}
 }
