@@ -9,6 +9,7 @@ package tiertest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -254,6 +255,11 @@ func (e *Env) MountGlobal(node, dir string) (func(), error) {
 		return nil, err
 	}
 	cmd := exec.Command("nsenter", append(args, e.Cluster.Strata, "mount", "--mds", e.MDS, dir)...)
+	// The mount is a node daemon: it proves it with the cluster secret,
+	// as the node's agent does (without it: "no credential").
+	cmd.Env = append(os.Environ(), "STRATA_SECRET_FILE="+e.SecretFile())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -268,7 +274,7 @@ func (e *Env) MountGlobal(node, dir string) (func(), error) {
 		}
 		if time.Now().After(deadline) {
 			stop()
-			return nil, fmt.Errorf("global namespace not mounted on %s in %s after 10 s", dir, node)
+			return nil, fmt.Errorf("global namespace not mounted on %s in %s after 10 s: %s", dir, node, strings.TrimSpace(out.String()))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
