@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/ds"
 	"github.com/strata-hpc/strata/daemon/nfs/ds3"
 	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/internal/identity"
 )
 
 func runDS(ctx context.Context, a *app, args []string) error {
@@ -74,7 +76,7 @@ environment, which wins over the file. SIGINT or SIGTERM stops it cleanly.`)
 	}
 	names, servers := []string{"ds"}, []server{d}
 	if nfsAddr != "" && nfsAddr != "off" {
-		n, err := ds3.New(ds3.Config{Addr: nfsAddr, DSAddr: loopbackOf(cfg.Listen), Secret: cfg.Secret}, log)
+		n, err := newDS3(log, nfsAddr, cfg)
 		if err != nil {
 			_ = d.Close()
 			return err
@@ -86,6 +88,39 @@ environment, which wins over the file. SIGINT or SIGTERM stops it cleanly.`)
 		return fmt.Errorf("ds: %w", err)
 	}
 	return nil
+}
+
+// ds3ClientServer is the NFSv3 data server service with the MDS client
+// it owns.
+type ds3ClientServer struct {
+	*ds3.Server
+	cl *client.Client
+}
+
+func (s ds3ClientServer) Close() error {
+	err := s.Server.Close()
+	_ = s.cl.Close()
+	return err
+}
+
+// newDS3 returns the NFSv3 service of the data server of cfg on addr. It
+// learns file sizes (ds3.Config.Size) from the MDS as a node daemon of
+// the data server's node (docs/security.md).
+func newDS3(log *slog.Logger, addr string, cfg ds.Config) (server, error) {
+	ccfg := client.DefaultConfig()
+	ccfg.MDS = cfg.MDS
+	ccfg.Cred.Uid, ccfg.Cred.Gid = 0, 0
+	ccfg.Auth = identity.NewNodeCredentials(cfg.Secret, identity.RoleNode, "", "")
+	cl, err := client.New(ccfg)
+	if err != nil {
+		return nil, err
+	}
+	n, err := ds3.New(ds3.Config{Addr: addr, DSAddr: loopbackOf(cfg.Listen), Secret: cfg.Secret, Size: ds3.SizeFrom(cl)}, log)
+	if err != nil {
+		_ = cl.Close()
+		return nil, err
+	}
+	return ds3ClientServer{Server: n, cl: cl}, nil
 }
 
 // mkdirPrivate makes a daemon's data directory.

@@ -39,7 +39,7 @@ func StartPNFSFront(t testing.TB, nds int, change func(*nfs.Config), opts ...tes
 	rig := &PNFS{Cl: cl}
 	dsMap, fenceMap := map[string]string{}, map[string]string{}
 	for i := range nds {
-		s, err := ds3.New(ds3.Config{Addr: "127.0.0.1:0", DSAddr: cl.DSAddr(i), Secret: cl.Secret()}, Log())
+		s, err := ds3.New(ds3.Config{Addr: "127.0.0.1:0", DSAddr: cl.DSAddr(i), Secret: cl.Secret(), Size: ds3.SizeFrom(cl.Client())}, Log())
 		if err != nil {
 			t.Fatal(err)
 		}

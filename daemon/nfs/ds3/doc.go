@@ -15,8 +15,10 @@
 // units densely, so the service maps each offset to the column offset and
 // calls its own data server over Strata's protocol with a capability it
 // signs itself: the data server checksums every block (CRC32C) exactly as
-// for a native write.
+// for a native write. A short read is judged by the file's size, asked of
+// the MDS (missing.go): a hole or the file's end reads zeros, a lost
+// component NFS3ERR_IO.
 //
-// It imports daemon/rpc, the capability package and the NFS wire packages;
-// it must not import daemon/ds or daemon/mds.
+// It imports daemon/rpc, layout, the capability package and the NFS wire
+// packages; it must not import daemon/ds or daemon/mds.
 package ds3

@@ -24,6 +24,10 @@ type Config struct {
 	MaxIO  int    // largest READ or WRITE; default 1 MiB
 	// FenceTTL is how long a fence (fence.go) is kept; default FenceTTL.
 	FenceTTL time.Duration
+	// Size returns a file's size as the MDS has it. A read that finds
+	// fewer bytes than it asked for asks it (missing.go); nil: such a
+	// read fails with NFS3ERR_IO.
+	Size func(ctx context.Context, ino uint64) (uint64, error)
 }
 
 // Server is a running NFSv3 data server service.
@@ -310,7 +314,7 @@ func (s *Server) read(ctx context.Context, h Handle, herr error, uid uint32, r *
 	req := rpc.DSReq{Cap: s.token(h, capability.OpRead), ID: s.id(h), Off: colOff, Len: n}
 	got, err := s.rc.CallData(ctx, s.cfg.DSAddr, rpc.DRead, &req, nil, &resp, buf)
 	if rpc.ToErrno(err) == syscall.ENOENT {
-		got, err = 0, nil // an unwritten column reads as zeros
+		got, err = 0, nil // no component: a hole or a loss (missing.go)
 	}
 	if err == nil {
 		// The data server's checksums of what it sent (rpc.AppendSums):
@@ -319,11 +323,15 @@ func (s *Server) read(ctx context.Context, h Handle, herr error, uid uint32, r *
 			err = fmt.Errorf("%w (%w)", cerr, syscall.EIO)
 		}
 	}
+	if err == nil && uint64(got) < n {
+		err = s.checkShort(ctx, h, colOff, n, uint64(got))
+	}
 	if err != nil {
 		return fail(status3(err))
 	}
-	// Past the column's end the file has a hole or ends: zeros, which the
-	// client cuts at the size the MDS gives.
+	// Past the column's end, and inside its share of the file's size, the
+	// file has a hole; past the size it ends: zeros, which the client cuts
+	// at the size the MDS gives.
 	clear(buf[got:])
 	w.Uint32(nfs3OK)
 	w.Bool(false)
