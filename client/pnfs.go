@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"fmt"
+	"os"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
@@ -34,6 +36,36 @@ func (c *Client) LayoutCommitIno(ctx context.Context, ino, gen, end uint64, mtim
 		return nil, inoErr("layoutcommit", ino, "", err)
 	}
 	return &r.Attr, nil
+}
+
+// GrowIno makes every component of inode ino that is not stale (mirror
+// copies too) hold its share of a file of size end, extending it with a
+// hole where nobody wrote (rpc.DGrow), so that end may be published: call
+// it before LayoutCommitIno publishes a size that writers other than this
+// process (kernel clients) reached (missing.go). A size the file already
+// has needs nothing. The caller holds a write layout of ino: the MDS does
+// not count this call as another writer.
+func (c *Client) GrowIno(ctx context.Context, ino, end uint64) error {
+	var r rpc.LayoutGetResp
+	if err := c.mds(ctx, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: ino, Write: true, Refresh: true}, &r); err != nil {
+		return inoErr("grow", ino, "", err)
+	}
+	if end <= r.Attr.Size {
+		return nil
+	}
+	v, err := newView(&r)
+	if err != nil {
+		return inoErr("grow", ino, "", err)
+	}
+	f := &File{c: c, ctx: ctx, name: fmt.Sprintf("inode %d", ino), flag: os.O_WRONLY, ino: ino, view: v, size: int64(r.Attr.Size)}
+	err = f.withView(func(v *view) error {
+		o := f.io(v)
+		return o.settle(ctx, o.grow(ctx, int64(end), nil))
+	})
+	if err != nil {
+		return f.err("grow", err)
+	}
+	return nil
 }
 
 // LayoutErrorIno reports failed component calls (LAYOUTERROR): the MDS

@@ -509,6 +509,12 @@ func (c *compound) layoutcommit(r *xdr.Reader, w *xdr.Writer) uint32 {
 	end := uint64(0)
 	if hasLast {
 		end = last + 1
+		// The kernel client wrote only some components: the others must
+		// hold their shares of the new size before it is published, or
+		// readers take their holes for lost bytes (client/missing.go).
+		if err := c.s.cl.GrowIno(c.ctx, c.cur, end); err != nil {
+			return statusOf(err)
+		}
 	}
 	a, err := c.s.cl.LayoutCommitIno(c.ctx, c.cur, lr.gen, end, mtime)
 	if err != nil {
