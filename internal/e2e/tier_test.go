@@ -212,9 +212,12 @@ cd $STRATA_TIER_DIR && sha256sum --quiet -c `+outDir(e)+`/stage.sums && echo CHE
 func testMissingSource(t *testing.T, e *tiertest.Env) {
 	id := submit(t, e, "-N2", "-w", "n[1-2]", "--uid="+nobody, "--gid="+nobody, "--storage-tier=capacity=1G,stage-in=strata:/no/such/data:/in", "--wrap", "echo the-script-ran")
 	out := waitJob(t, e, id, "FAILED")
-	want := fmt.Sprintf("strata: storage tier for job %d is not usable: stage-in source strata:/no/such/data: no such file or directory\n", id)
-	if !strings.Contains(out, want) || strings.Contains(out, "the-script-ran") {
-		t.Errorf("job output %q, want %q and no script output", out, want)
+	// Every node lists the sources; whichever fails first names itself
+	// ("on node n2: ...") when it is not the node reporting.
+	prefix := fmt.Sprintf("strata: storage tier for job %d is not usable: ", id)
+	want := "stage-in source strata:/no/such/data: no such file or directory\n"
+	if !strings.Contains(out, prefix) || !strings.Contains(out, want) || strings.Contains(out, "the-script-ran") {
+		t.Errorf("job output %q, want %q...%q and no script output", out, prefix, want)
 	}
 	if b := tierBody(t, e, id); b.State != "failed" || !containsAll(b.Errors, "stage-in source strata:/no/such/data: no such file or directory") {
 		t.Errorf("registry: %+v", b)
