@@ -264,7 +264,14 @@ func (s *Server) quotaGet(_ context.Context, r *rpc.QuotaReq) (*rpc.QuotaResp, e
 
 // quotaRoomOf answers how many bytes file r.Ino may still grow by before
 // its owner's or its project's byte limit.
-func (s *Server) quotaRoomOf(_ context.Context, r *rpc.QuotaRoomReq) (*rpc.QuotaRoomResp, error) {
+func (s *Server) quotaRoomOf(ctx context.Context, r *rpc.QuotaRoomReq) (*rpc.QuotaRoomResp, error) {
+	// Only a writer of the file learns its size and its owner's room (as
+	// for a LAYOUTGET for writing by a holder): an inode number is no
+	// path, and a path's search permissions are not checked here.
+	c := s.caller(ctx)
+	if err := s.check(func(st *state) error { return st.mayOpen(&c, r.Ino, true, true) }); err != nil {
+		return nil, err
+	}
 	s.fsm.mu.RLock()
 	defer s.fsm.mu.RUnlock()
 	n, err := s.fsm.st.node(r.Ino)

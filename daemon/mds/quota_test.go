@@ -72,6 +72,9 @@ func TestQuota(t *testing.T) {
 	if r := must[rpc.QuotaRoomResp](m, rpc.MQuotaRoom, &rpc.QuotaRoomReq{Ino: files[0]}); r.Size != 600<<10 || r.Room != 424<<10 {
 		t.Fatalf("quota room of a 600 KiB file of alice: %+v, want size 600 KiB, room 424 KiB", r)
 	}
+	if _, err := callAs[rpc.QuotaRoomResp](m, rpc.Cred{Uid: 4321, Gid: 4321}, rpc.MQuotaRoom, &rpc.QuotaRoomReq{Ino: files[0]}); errnoOf(err) != syscall.EACCES {
+		t.Fatalf("quota room of alice's 0644 file asked by another user: %v, want EACCES", err)
+	}
 	if _, err := call[rpc.QuotaRoomResp](m, rpc.MQuotaRoom, &rpc.QuotaRoomReq{Ino: dir}); errnoOf(err) != syscall.EINVAL {
 		t.Fatalf("quota room of a directory: %v, want EINVAL", err)
 	}
