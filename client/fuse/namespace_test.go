@@ -197,3 +197,40 @@ func TestUnlinkOpen(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestRmdirAfterClose: rm -rf of a directory right after a program closed
+// a file in it works: the kernel releases a closed file after close(2)
+// returns, and a file unlinked before its release holds a silly name that
+// made the directory not empty (ENOTEMPTY, seen in TestPosix under load).
+// Here the file is unlinked while open and closed while rmdir runs.
+func TestRmdirAfterClose(t *testing.T) {
+	cl, s := startMount(t, 2)
+	d := filepath.Join(s.Dir(), "d")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(d, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("checkpoint"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(d, "f")); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		closed <- f.Close()
+	}()
+	if err := os.Remove(d); err != nil {
+		t.Errorf("rmdir of a directory whose only file is being closed: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if ents, err := cl.Client().ReadDir(context.Background(), "/"); err != nil || len(ents) != 0 {
+		t.Errorf("namespace after rmdir: %v, %v", ents, err)
+	}
+}

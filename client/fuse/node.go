@@ -201,10 +201,16 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *gofuse.
 	return n.child(ctx, a, out), 0
 }
 
-// Rmdir removes an empty directory.
+// Rmdir removes an empty directory. A directory that holds only the
+// silly names of files closed on this mount but not yet released is
+// removed once they are (awaitSilly).
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	n.fsys.dc.changed()
-	return n.fsys.errs.fail("rmdir", n.ino(), n.fsys.c.RmdirIno(n.fsys.as(ctx), n.ino(), name))
+	err := n.fsys.c.RmdirIno(n.fsys.as(ctx), n.ino(), name)
+	if ch := n.GetChild(name); errors.Is(err, syscall.ENOTEMPTY) && ch != nil && n.fsys.awaitSilly(ctx, ch.StableAttr().Ino) {
+		err = n.fsys.c.RmdirIno(n.fsys.as(ctx), n.ino(), name)
+	}
+	return n.fsys.errs.fail("rmdir", n.ino(), err)
 }
 
 // Unlink removes a name. A file open on this mount whose name goes is
