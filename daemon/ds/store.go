@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/crc32c"
 )
 
 // maxOffset bounds every offset, end and size a component may have.
@@ -358,7 +358,7 @@ func (st *store) writeEntry(e *entry, off uint64, p, wire []byte, verified bool)
 		if fast && !verified {
 			plain := s
 			if lo > 0 || hi < st.bs {
-				plain = crc32.Checksum(piece, castagnoli) // a partial block: its CRC is not the wire's
+				plain = crc32c.Checksum(piece) // a partial block: its CRC is not the wire's
 			}
 			if plain != getSum(wire, int(b-b0)) {
 				return 0, fmt.Errorf("write %s: %w: the piece at %d", componentName(id), rpc.ErrSum, start+lo)
@@ -517,7 +517,7 @@ func (st *store) readRange(e *entry, off, end, size uint64, p []byte, wire *[]by
 				return err
 			}
 			if fast {
-				*wire = binary.LittleEndian.AppendUint32(*wire, crc32.Checksum(p[lo-off:hi-off], castagnoli))
+				*wire = binary.LittleEndian.AppendUint32(*wire, crc32c.Checksum(p[lo-off:hi-off]))
 			}
 			continue
 		}

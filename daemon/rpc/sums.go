@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
+
+	"github.com/strata-hpc/strata/internal/crc32c"
 )
 
 // End-to-end checksums. The bytes of a component call travel with the
@@ -28,8 +29,6 @@ const SumSize = 4
 // ErrSum is wrapped when data does not match the checksums sent with it.
 var ErrSum = errors.New("rpc: data does not match its checksums")
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // SumCount returns how many checksums cover n bytes at component offset
 // off.
 func SumCount(off uint64, n int) int {
@@ -48,7 +47,7 @@ func AppendSums(dst []byte, off uint64, pieces ...[]byte) []byte {
 	for _, p := range pieces {
 		for len(p) > 0 {
 			k := min(left, len(p))
-			s = crc32.Update(s, castagnoli, p[:k])
+			s = crc32c.Update(s, p[:k])
 			open = true
 			p, left = p[k:], left-k
 			if left == 0 {
