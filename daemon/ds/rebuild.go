@@ -113,7 +113,9 @@ func (s *Server) handleRebuild(ctx context.Context, req *rpc.RebuildReq) (*rpc.R
 	w := &window{s: s, req: req, l: layout.Layout{Width: int(req.Width), Unit: int64(req.Unit), Scheme: scheme}}
 	rctx, cancel := context.WithTimeout(ctx, windowTimeout)
 	defer cancel()
-	p := make([]byte, req.Len)
+	buf := getWindowBuf(int(req.Len))
+	defer putWindowBuf(buf)
+	p := *buf
 	var wire []byte
 	if req.Decode {
 		err = w.decode(rctx, p)
@@ -238,6 +240,12 @@ func (w *window) decode(ctx context.Context, p []byte) error {
 		seen[src.Col] = true
 	}
 	shards := make([][]byte, k+m)
+	var bufs []*[]byte // every buffer a source was read into, returned at the end
+	defer func() {
+		for _, b := range bufs {
+			putWindowBuf(b)
+		}
+	}()
 	cands := w.req.Sources
 	have, next := 0, 0
 	var mu sync.Mutex
@@ -251,8 +259,10 @@ func (w *window) decode(ctx context.Context, p []byte) error {
 		var wg sync.WaitGroup
 		var fatal error
 		for _, src := range batch {
+			buf := getWindowBuf(len(p))
+			bufs = append(bufs, buf)
 			wg.Go(func() {
-				b := make([]byte, len(p))
+				b := *buf
 				_, _, err := w.read(ctx, src, b)
 				mu.Lock()
 				defer mu.Unlock()
@@ -274,6 +284,25 @@ func (w *window) decode(ctx context.Context, p []byte) error {
 	}
 	return codec.Rebuild(shards, col, p)
 }
+
+// windowBufs holds the buffers of windows that are done, for the next
+// ones (a window is a few MiB and a decode takes K+1 of them: allocating
+// each afresh has the garbage collector's assists stall the copies).
+var windowBufs sync.Pool // of *[]byte
+
+// getWindowBuf returns a buffer of n bytes, reused if one is free. Its
+// bytes are whatever its last user left: the caller overwrites them all.
+func getWindowBuf(n int) *[]byte {
+	if b, ok := windowBufs.Get().(*[]byte); ok && cap(*b) >= n {
+		*b = (*b)[:n]
+		return b
+	}
+	b := make([]byte, n)
+	return &b
+}
+
+// putWindowBuf gives back a buffer of getWindowBuf once nothing uses it.
+func putWindowBuf(b *[]byte) { windowBufs.Put(b) }
 
 // survivable reports whether a source's failure leaves others to try.
 func survivable(err error) bool {

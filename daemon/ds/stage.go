@@ -108,8 +108,11 @@ func (st *store) stageWrite(id rpc.ComponentID, off uint64, p, wire []byte) erro
 	if want := rpc.SumCount(off, len(p)) * rpc.SumSize; len(wire) != want || off > maxOffset || uint64(len(p)) > maxOffset-off {
 		return fmt.Errorf("stage %s: %w: %d bytes at %d with %d bytes of checksums", componentName(id), rpc.ErrSum, len(p), off, len(wire))
 	}
-	_, err = st.writeEntry(e, off, p, wire, true)
-	return err
+	if _, err = st.writeEntry(e, off, p, wire, true); err != nil {
+		return err
+	}
+	startWriteback(e.data, int64(off), int64(len(p)))
+	return nil
 }
 
 // stageCommit makes the staged copy of id durable: what a checkpoint
@@ -142,6 +145,12 @@ func (st *store) publish(id rpc.ComponentID, size uint64) (uint64, error) {
 	if _, err := st.truncateEntry(e, size); err != nil {
 		return 0, err
 	}
+	// The directory is synced once, after the renames below: the staged
+	// names need not be durable first (a crash before leaves a staged
+	// copy that may be gone, and the rebuild starts again).
+	e.mu.Lock()
+	e.dirSynced = true
+	e.mu.Unlock()
 	if _, err := st.commitEntry(e); err != nil {
 		return 0, err
 	}
