@@ -100,7 +100,7 @@ func (s *Server) copyComponent(ctx context.Context, t *task, term uint64, wt *wa
 	}
 	nwin := int((size + rebuildWindow - 1) / rebuildWindow)
 	first := int(resume / rebuildWindow)
-	ck := &checkpoint{s: s, term: term, wt: wt, fs: fs, comp: comp, class: class, to: to, end: size, next: first, recorded: first}
+	ck := &checkpoint{s: s, t: t, term: term, wt: wt, fs: fs, comp: comp, class: class, to: to, end: size, next: first, recorded: first, last: s.clock()}
 	return inParallel(ctx, nwin-first, rebuildInflight, func(ctx context.Context, j int) error {
 		i := first + j
 		off := uint64(i) * rebuildWindow
@@ -121,13 +121,7 @@ func (s *Server) copyComponent(ctx context.Context, t *task, term uint64, wt *wa
 		if _, err := s.stageCall(ctx, fs, to, comp, class, rpc.DRebuild, s.windowReq(fs, src, class, off, n, false)); err != nil {
 			return err
 		}
-		// Checkpoint first: a task's progress (rebuild status) never shows
-		// bytes a checkpoint due before them has not recorded.
-		if err := ck.done(ctx, i); err != nil {
-			return err
-		}
-		s.rb.progress(t, n)
-		return nil
+		return ck.done(ctx, i, n)
 	})
 }
 
