@@ -45,10 +45,12 @@ func (st *store) acquireStaged(id rpc.ComponentID, create bool) (*entry, error) 
 		e.refs++
 		return e, nil
 	}
-	e, err := st.openFiles(id, st.stagePath(id), create)
+	name := st.stagePath(id)
+	e, err := st.openFiles(id, name, create)
 	if e == nil || err != nil {
 		return nil, err
 	}
+	e.data = withDirect(st.disk, e.data, name) // rebuild_direct.go
 	e.refs = 1
 	st.staged[id] = e
 	return e, nil
