@@ -39,6 +39,7 @@ func (s *Server) register(m *rpc.Mux) {
 	handle(s, m, rpc.MGetattr, s.getattr)
 	handle(s, m, rpc.MSetattr, s.setattr)
 	handle(s, m, rpc.MCreate, s.create)
+	handle(s, m, rpc.MCreateMany, s.createMany)
 	handle(s, m, rpc.MMkdir, s.mkdir)
 	handle(s, m, rpc.MSymlink, s.symlink)
 	handle(s, m, rpc.MMknod, s.mknod)
@@ -103,13 +104,23 @@ func handle[Req, Resp any](s *Server, m *rpc.Mux, method string, fn func(context
 // returns the FSM's result. A command that breaks its own limits is
 // refused here, before it costs log space (validation.go).
 func (s *Server) apply(t cmdType, payload any) (result, error) {
-	if err := validateCommand(payload); err != nil {
+	data, err := s.encodeChecked(t, payload)
+	if err != nil {
 		return result{}, err
+	}
+	return s.prop.apply(data)
+}
+
+// encodeChecked returns the log entry of a command after the checks apply
+// makes before raft (validation, precheck).
+func (s *Server) encodeChecked(t cmdType, payload any) ([]byte, error) {
+	if err := validateCommand(payload); err != nil {
+		return nil, err
 	}
 	if err := s.precheck(t, payload); err != nil {
-		return result{}, err
+		return nil, err
 	}
-	return s.prop.apply(encodeCommand(t, payload))
+	return encodeCommand(t, payload), nil
 }
 
 func (s *Server) now() int64 { return s.clock().UnixNano() }
@@ -183,14 +194,29 @@ func (s *Server) setattr(ctx context.Context, r *rpc.SetattrReq) (*rpc.AttrResp,
 }
 
 func (s *Server) create(ctx context.Context, r *rpc.CreateReq) (*rpc.CreateResp, error) {
-	if err := checkName(r.Name); err != nil {
+	cmd, open, err := s.prepareCreate(ctx, r)
+	if err != nil || open != nil {
+		return open, err
+	}
+	res, err := s.apply(cmdCreate, cmd)
+	if err != nil {
 		return nil, err
+	}
+	return &rpc.CreateResp{Attr: res.attr, Created: res.created}, nil
+}
+
+// prepareCreate checks a create against the leader's state and returns
+// its command, with the new file's layout placed; or, for a non-exclusive
+// create of an existing regular file, the file (an open: no raft).
+func (s *Server) prepareCreate(ctx context.Context, r *rpc.CreateReq) (*createCmd, *rpc.CreateResp, error) {
+	if err := checkName(r.Name); err != nil {
+		return nil, nil, err
 	}
 	var own layout.Policy
 	if r.Layout != "" {
 		p, err := layout.Parse(r.Layout)
 		if err != nil {
-			return nil, errf(syscall.EINVAL, "create %q: %v", r.Name, err)
+			return nil, nil, errf(syscall.EINVAL, "create %q: %v", r.Name, err)
 		}
 		own = p
 	}
@@ -204,13 +230,13 @@ func (s *Server) create(ctx context.Context, r *rpc.CreateReq) (*rpc.CreateResp,
 	}
 	if err != nil {
 		s.fsm.mu.RUnlock()
-		return nil, err
+		return nil, nil, err
 	}
 	if ino, ok := d.Entries[r.Name]; ok && !r.Exclusive {
 		if n := st.get(ino); n.isFile() {
 			a := n.attr()
 			s.fsm.mu.RUnlock()
-			return &rpc.CreateResp{Attr: a}, nil // open of an existing file: no raft
+			return nil, &rpc.CreateResp{Attr: a}, nil // open of an existing file: no raft
 		}
 	}
 	inherited, widthSet := st.policy(r.Parent, s.def)
@@ -218,14 +244,14 @@ func (s *Server) create(ctx context.Context, r *rpc.CreateReq) (*rpc.CreateResp,
 
 	p, err := layout.Resolve(own, inherited)
 	if err != nil {
-		return nil, errf(syscall.EINVAL, "create %q: %v", r.Name, err)
+		return nil, nil, errf(syscall.EINVAL, "create %q: %v", r.Name, err)
 	}
 	lay, err := s.reg.place(p, widthSet || own.Width != 0)
 	if err != nil {
-		return nil, errf(syscall.ENOSPC, "create %q: %v", r.Name, err)
+		return nil, nil, errf(syscall.ENOSPC, "create %q: %v", r.Name, err)
 	}
 	gid, mode := posix.New(&owner, pd, r.Mode, false)
-	res, err := s.apply(cmdCreate, &createCmd{
+	return &createCmd{
 		Parent:    r.Parent,
 		Name:      r.Name,
 		Mode:      mode,
@@ -234,11 +260,7 @@ func (s *Server) create(ctx context.Context, r *rpc.CreateReq) (*rpc.CreateResp,
 		Exclusive: r.Exclusive,
 		Layout:    lay,
 		Now:       s.now(),
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &rpc.CreateResp{Attr: res.attr, Created: res.created}, nil
+	}, nil, nil
 }
 
 func (s *Server) mkdir(ctx context.Context, r *rpc.MkdirReq) (*rpc.AttrResp, error) {

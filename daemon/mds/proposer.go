@@ -70,28 +70,47 @@ func newProposer(r *raft.Raft) *proposer {
 
 // apply runs one encoded command through raft and returns the FSM's result.
 func (p *proposer) apply(data []byte) (result, error) {
-	pr, _ := p.pool.Get().(*proposal)
-	if pr == nil {
-		pr = &proposal{done: make(chan struct{}, 1)}
+	var res [1]result
+	var errs [1]error
+	p.applyMany([][]byte{data}, res[:], errs[:])
+	return res[0], errs[0]
+}
+
+// applyMany runs encoded commands through raft, queued together so that
+// they go out in the same entry when they fit, and stores each one's
+// result and error at its index in res and errs (as long as cmds).
+func (p *proposer) applyMany(cmds [][]byte, res []result, errs []error) {
+	props := make([]*proposal, len(cmds))
+	for i, data := range cmds {
+		pr, _ := p.pool.Get().(*proposal)
+		if pr == nil {
+			pr = &proposal{done: make(chan struct{}, 1)}
+		}
+		pr.data = data
+		props[i] = pr
 	}
-	pr.data = data
 	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		p.pool.Put(pr)
-		return result{}, raftError(raft.ErrRaftShutdown)
+	closed := p.closed
+	if !closed {
+		p.queue = append(p.queue, props...)
 	}
-	p.queue = append(p.queue, pr)
 	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
+	if !closed {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
 	}
-	<-pr.done
-	res, err := pr.res, pr.err
-	*pr = proposal{done: pr.done}
-	p.pool.Put(pr)
-	return res, err
+	for i, pr := range props {
+		if closed {
+			res[i], errs[i] = result{}, raftError(raft.ErrRaftShutdown)
+		} else {
+			<-pr.done
+			res[i], errs[i] = pr.res, pr.err
+		}
+		*pr = proposal{done: pr.done}
+		p.pool.Put(pr)
+	}
 }
 
 // run starts the proposing and the waiting goroutine; wg is done for each

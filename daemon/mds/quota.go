@@ -162,6 +162,29 @@ func (st *state) quotaRoom(uid, project uint32, bytes, inodes uint64) error {
 	return nil
 }
 
+// batchInodeRoom is quotaRoom for one more inode of uid in project on top
+// of those counted in pending (the inodes of earlier commands of one
+// call, not yet applied); if there is room it counts this one in pending.
+func (st *state) batchInodeRoom(pending map[quotaKey]uint64, uid, project uint32) error {
+	if len(st.quotas) == 0 {
+		return nil
+	}
+	keys := [2]quotaKey{{rpc.QuotaUser, uid}, {rpc.QuotaProject, project}}
+	for _, k := range keys {
+		l, ok := st.quotas[k]
+		if !ok || k.Kind == rpc.QuotaProject && k.ID == 0 || l.Inodes == 0 {
+			continue
+		}
+		if u := st.usage[k]; u.Inodes+pending[k]+1 > l.Inodes {
+			return errf(syscall.EDQUOT, "%s %d has %d of its %d inodes and %d more on the way", kindName(k.Kind), k.ID, u.Inodes, l.Inodes, pending[k])
+		}
+	}
+	for _, k := range keys {
+		pending[k]++
+	}
+	return nil
+}
+
 func kindName(k uint8) string {
 	if k == rpc.QuotaProject {
 		return "project"
