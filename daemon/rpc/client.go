@@ -36,6 +36,13 @@ func WithAuthorization(ctx context.Context, v string) context.Context {
 }
 
 // authorization returns the Authorization header of a call made in ctx.
+// AuthorizationFrom returns the Authorization header ctx carries
+// (WithAuthorization), if any.
+func AuthorizationFrom(ctx context.Context) (string, bool) {
+	v, ok := ctx.Value(authKey{}).(string)
+	return v, ok
+}
+
 func (c *Client) authorization(ctx context.Context) (string, error) {
 	if v, ok := ctx.Value(authKey{}).(string); ok {
 		return v, nil
