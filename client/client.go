@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
@@ -78,6 +79,9 @@ type Client struct {
 	rpc    *rpc.Client
 	sess   *session
 	mdsSet *mdsSet
+
+	creates *rpc.Coalescer[rpc.CreateReq, rpc.CreateManyItem] // createmany.go
+	noMany  atomic.Bool                                       // the MDS does not know MCreateMany
 }
 
 // New returns a Client. It does not contact the MDS; the first call does.
@@ -115,6 +119,7 @@ func New(cfg Config) (*Client, error) {
 		rc.Auth = c.header
 	}
 	c.rpc = rpc.NewClient(rc)
+	c.creates = rpc.NewCoalescer(rpc.MaxCreateMany, createsInflight, c.createBatch)
 	return c, nil
 }
 
@@ -145,6 +150,7 @@ func (c *Client) openSession(ctx context.Context, mungeHeader string) ([]byte, t
 // and releases idle connections.
 func (c *Client) Close() error {
 	c.sess.close()
+	c.creates.Close()
 	c.rpc.Close()
 	return nil
 }

@@ -78,9 +78,9 @@ func (c *Client) OpenFileLayout(ctx context.Context, name string, flag int, perm
 		if err != nil {
 			return nil, pathErr("open", name, err)
 		}
-		var r rpc.CreateResp
 		req := rpc.CreateReq{Parent: p, Name: base, Mode: perm & 0o7777, Cred: c.cfg.Cred, Exclusive: flag&os.O_EXCL != 0, Layout: spec}
-		if err := c.mds(ctx, rpc.MCreate, &req, &r); err != nil {
+		r, err := c.create(ctx, &req)
+		if err != nil {
 			return nil, pathErr("open", name, err)
 		}
 		ino, created = r.Attr.Ino, r.Created

@@ -86,9 +86,9 @@ func (c *Client) Setattr(ctx context.Context, ino uint64, req rpc.SetattrReq) (*
 // inherits. With excl an existing name fails with EEXIST; without it an
 // existing regular file is returned and created is false.
 func (c *Client) CreateIno(ctx context.Context, parent uint64, name string, perm uint32, cred rpc.Cred, excl bool) (attr *rpc.Attr, created bool, err error) {
-	var r rpc.CreateResp
 	req := rpc.CreateReq{Parent: parent, Name: name, Mode: perm & 0o7777, Cred: cred, Exclusive: excl}
-	if err := c.mds(ctx, rpc.MCreate, &req, &r); err != nil {
+	r, err := c.create(ctx, &req)
+	if err != nil {
 		return nil, false, inoErr("create", parent, name, err)
 	}
 	return &r.Attr, r.Created, nil
