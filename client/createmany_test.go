@@ -1,14 +1,19 @@
 package client_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/client"
+	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/testcluster"
 )
 
@@ -91,5 +96,71 @@ func TestConcurrentCreates(t *testing.T) {
 				t.Fatalf("%s holds %q, want its name", name, got)
 			}
 		}
+	}
+}
+
+// TestCreatesOlderMDS: against an MDS that does not know mds.createmany
+// (an older version, answering ENOSYS), creates still work, one
+// mds.create each, and answer their own errors.
+func TestCreatesOlderMDS(t *testing.T) {
+	var mu sync.Mutex
+	names := map[string]bool{}
+	mux := rpc.NewMux()
+	rpc.Handle(mux, rpc.MCreate, func(_ context.Context, r *rpc.CreateReq) (*rpc.CreateResp, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if names[r.Name] {
+			return nil, rpc.Errorf(syscall.EEXIST, r.Name+" exists")
+		}
+		names[r.Name] = true
+		return &rpc.CreateResp{Attr: rpc.Attr{Ino: uint64(len(names) + 1), Mode: rpc.TypeFile | r.Mode}, Created: true}, nil
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := rpc.NewServer(mux, slog.New(slog.DiscardHandler), rpc.ServerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := srv.Shutdown(); err != nil {
+			t.Error(err)
+		}
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	cfg := client.DefaultConfig()
+	cfg.MDS = ln.Addr().String()
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := testcluster.Context(t, time.Minute)
+	var wg sync.WaitGroup
+	errs := make([]error, 16)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, errs[i] = c.CreateIno(ctx, rpc.RootIno, fmt.Sprint("f", i%8), 0o644, rpc.Cred{}, true)
+		}()
+	}
+	wg.Wait()
+	var exist int
+	for i, err := range errs {
+		switch {
+		case errors.Is(err, syscall.EEXIST):
+			exist++
+		case err != nil:
+			t.Errorf("create %d: %v", i, err)
+		}
+	}
+	if exist != 8 || len(names) != 8 {
+		t.Fatalf("16 creates of 8 names: %d EEXIST, %d names created; want 8 and 8", exist, len(names))
 	}
 }
