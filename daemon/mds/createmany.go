@@ -13,7 +13,9 @@ import (
 // no log space), then all accepted items are proposed together, so that
 // the group commit carries them in as few raft entries as fit
 // (proposer.go). Each item answers only once its entry is applied, so a
-// created file is durable in raft when the reply says so.
+// created file is durable in raft when the reply says so. The metrics
+// count each item as a create (op "create"; op "createmany" counts the
+// calls).
 func (s *Server) createMany(ctx context.Context, r *rpc.CreateManyReq) (*rpc.CreateManyResp, error) {
 	if len(r.Items) > rpc.MaxCreateMany {
 		return nil, errf(syscall.EINVAL, "create: %d files in one call, more than %d", len(r.Items), rpc.MaxCreateMany)
@@ -52,6 +54,14 @@ func (s *Server) createMany(ctx context.Context, r *rpc.CreateManyReq) (*rpc.Cre
 			return nil, errs[j]
 		}
 		out.Items[i] = rpc.CreateManyResult(&rpc.CreateResp{Attr: res[j].attr, Created: res[j].created}, errs[j])
+	}
+	if c := s.met.named("create"); c != nil {
+		c.total.Add(uint64(len(out.Items)))
+		for _, it := range out.Items {
+			if it.Errno != 0 {
+				c.errors.Add(1)
+			}
+		}
 	}
 	return out, nil
 }

@@ -40,6 +40,7 @@ func TestCreateMany(t *testing.T) {
 		{Parent: mine, Name: "d", Mode: 0o644, Exclusive: true}, // the sixth inode: past the quota
 	}
 	before := m.node.raft.LastIndex()
+	creates, failed := m.met.named("create").total.Load(), m.met.named("create").errors.Load()
 	resp, err := callAs[rpc.CreateManyResp](m, as, rpc.MCreateMany, &rpc.CreateManyReq{Items: items})
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +75,9 @@ func TestCreateMany(t *testing.T) {
 	lay := must[rpc.LayoutGetResp](m, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: resp.Items[1].Attr.Ino})
 	if len(lay.Layout.Targets) != 2 || !strings.Contains(lay.Layout.Spec, "width=2") || !strings.Contains(lay.Layout.Spec, "unit=64K") {
 		t.Errorf("layout of b: %+v, want width 2, unit 64K", lay.Layout)
+	}
+	if n, e := m.met.named("create").total.Load()-creates, m.met.named("create").errors.Load()-failed; n != uint64(len(items)) || e != 4 {
+		t.Errorf("metrics count %d creates, %d failed; want %d and 4", n, e, len(items))
 	}
 	// Only the three new files, and the duplicate the FSM refused, are in
 	// the log: the items refused before raft cost nothing.

@@ -34,6 +34,16 @@ func (m *metrics) op(name string) *opCounter {
 	return c
 }
 
+// named returns the counter of operation name, nil if there is none.
+func (m *metrics) named(name string) *opCounter {
+	for _, c := range m.ops {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
 // WriteMetrics writes the server's metrics in the Prometheus text
 // exposition format: operation counters, inode count, raft term, applied
 // index and leadership, and per data server whether it is up, its
