@@ -173,6 +173,7 @@ func (st *store) close() {
 		return
 	}
 	st.closed = true
+	st.wb.close()
 	if err := st.tombs.close(); err != nil {
 		st.log.Warn("close tombstones failed", "err", err)
 	}

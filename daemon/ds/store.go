@@ -49,6 +49,7 @@ type store struct {
 	used     atomic.Int64 // bytes allocated to all components plus the growth of writes in flight
 	tombs    *tombstones
 	now      func() int64 // unix ns: the server's clock, for tombstones
+	wb       *writeback   // early writeback of written ranges (writeback.go)
 
 	blocks sync.Pool // *[]byte of bs bytes: read-modify-write scratch
 	sums   sync.Pool // *[]byte: checksum file images
@@ -101,6 +102,7 @@ func openStore(dir string, d Disk, log *slog.Logger, id string, bs int, capacity
 		return nil, err
 	}
 	st.used.Store(int64(used))
+	st.wb = newWriteback()
 	return st, nil
 }
 
@@ -372,6 +374,7 @@ func (st *store) writeEntry(e *entry, off uint64, p, wire []byte, verified bool)
 	if _, err := e.crc.WriteAt(*sums, int64(b0*sumSize)); err != nil {
 		return 0, fmt.Errorf("write %s checksums: %w", componentName(id), err)
 	}
+	st.wb.start(e.data, int64(off), int64(n))
 	return e.grow(end), nil
 }
 
