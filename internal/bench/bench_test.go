@@ -33,10 +33,12 @@ func BenchmarkDataPath(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
+		cpu0 := processCPU()
 		raw, err := LoopbackTCP(size, 4)
 		if err != nil {
 			b.Fatal(err)
 		}
+		rawCPU := processCPU() - cpu0
 		cl := testcluster.Start(b, 4)
 		diskBuf, diskSync, err := DiskWrite(cl.Dir(), size, 4)
 		if err != nil {
@@ -53,6 +55,7 @@ func BenchmarkDataPath(b *testing.B) {
 			b.Fatal(err)
 		}
 		alloc0 := allocated()
+		cpu0 = processCPU()
 		start := time.Now()
 		for off := int64(0); off < size; off += int64(len(buf)) {
 			if _, err := f.WriteAt(buf, off); err != nil {
@@ -60,6 +63,7 @@ func BenchmarkDataPath(b *testing.B) {
 			}
 		}
 		written := time.Since(start)
+		writeCPU := processCPU() - cpu0
 		if err := f.Close(); err != nil {
 			b.Fatal(err)
 		}
@@ -71,6 +75,7 @@ func BenchmarkDataPath(b *testing.B) {
 			b.Fatal(err)
 		}
 		alloc0 = allocated()
+		cpu0 = processCPU()
 		start = time.Now()
 		for off := int64(0); off < size; off += int64(len(buf)) {
 			if _, err := r.ReadAt(buf, off); err != nil {
@@ -78,6 +83,7 @@ func BenchmarkDataPath(b *testing.B) {
 			}
 		}
 		read := time.Since(start)
+		readCPU := processCPU() - cpu0
 		readAlloc := allocated() - alloc0
 		r.Close()
 
@@ -92,6 +98,8 @@ func BenchmarkDataPath(b *testing.B) {
 		b.ReportMetric(w/(diskBuf/1e9), "write_vs_disk")
 		b.ReportMetric(float64(writeAlloc)/float64(size), "write_alloc_B/B")
 		b.ReportMetric(float64(readAlloc)/float64(size), "read_alloc_B/B")
+		b.ReportMetric(rawCPU.Seconds()/writeCPU.Seconds(), "write_cpu_ratio")
+		b.ReportMetric(rawCPU.Seconds()/readCPU.Seconds(), "read_cpu_ratio")
 		fmt.Printf("\ndata path, %d MiB striped width=4 unit=1M over 4 DSes on loopback:\n", size>>20)
 		fmt.Printf("  baseline: raw loopback TCP, 4 connections  %6.2f GB/s\n", rawG)
 		fmt.Printf("  write (until the last WriteAt returns)     %6.2f GB/s  ratio %.2f (target >= 0.6)\n", w, w/rawG)
@@ -102,6 +110,10 @@ func BenchmarkDataPath(b *testing.B) {
 		fmt.Printf("  read (fresh open, CRC verified)            %6.2f GB/s  ratio %.2f (target >= 0.6)\n", rd, rd/rawG)
 		fmt.Printf("  heap allocated per byte moved (client and data servers, this process; load-independent):\n")
 		fmt.Printf("    write + close %.3f B/B, read %.3f B/B\n", float64(writeAlloc)/float64(size), float64(readAlloc)/float64(size))
+		gb := float64(size) / 1e9
+		fmt.Printf("  CPU per GB moved (this process: client and data servers; the load moves it far less than time):\n")
+		fmt.Printf("    loopback %.2f s, write %.2f s (ratio %.2f), read %.2f s (ratio %.2f)\n", rawCPU.Seconds()/gb,
+			writeCPU.Seconds()/gb, rawCPU.Seconds()/writeCPU.Seconds(), readCPU.Seconds()/gb, rawCPU.Seconds()/readCPU.Seconds())
 	}
 }
 
