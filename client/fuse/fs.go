@@ -20,16 +20,17 @@ const sillyPrefix = ".strata-open-"
 
 // fileSystem is the state of one mount shared by its nodes and handles.
 type fileSystem struct {
-	c    *client.Client
-	ctx  context.Context // lives as long as the mount: every RPC but a lock wait runs with it
-	opts Options
-	log  *slog.Logger
-	errs limiter
-	wb   *budget // write-behind data in flight; writers wait for it
-	rab  *budget // blocks read ahead; taken only when free, never waited for
-	rabs raBufs  // buffers of batches read ahead, for the next batches
-	dc   *dirCache
-	xa   noXattrs // inodes known to have no extended attributes
+	c     *client.Client
+	ctx   context.Context // lives as long as the mount: every RPC but a lock wait runs with it
+	opts  Options
+	log   *slog.Logger
+	errs  limiter
+	wb    *budget // write-behind data in flight; writers wait for it
+	wbufs wbufs   // free write-behind buffers, for the next ones
+	rab   *budget // blocks read ahead; taken only when free, never waited for
+	rabs  raBufs  // buffers of batches read ahead, for the next batches
+	dc    *dirCache
+	xa    noXattrs // inodes known to have no extended attributes
 
 	// bg counts the write-behind goroutines; shutdown waits for them.
 	bg sync.WaitGroup

@@ -9,12 +9,55 @@ import (
 // Write-behind sizing. A buffer holds one stripe row (width x unit) so its
 // write goes to every column in parallel, within these bounds.
 const (
-	minWriteBuf     = 1 << 20
-	maxWriteBuf     = 8 << 20
-	firstWriteBuf   = 64 << 10
-	writesPerFile   = 16 // buffers of one file in flight at once (bytes are bounded by the mount's budget)
-	freeBufsPerFile = 4  // full-size buffers a file keeps for reuse
+	minWriteBuf   = 1 << 20
+	maxWriteBuf   = 8 << 20
+	firstWriteBuf = 64 << 10
+	writesPerFile = 16 // buffers of one file in flight at once (bytes are bounded by the mount's budget)
+	wbKeep        = 8  // full-size buffers the mount keeps for reuse
 )
+
+// wbufs holds a mount's free write-behind buffers, full-size ones of the
+// size a layout asks for, at most wbKeep of them. A buffer goes back here
+// before its bytes go back to the budget, so that a writer woken by the
+// budget finds it: a file streaming data then cycles through the same
+// buffers instead of allocating (and growing, and faulting in) new ones.
+type wbufs struct {
+	mu   sync.Mutex
+	free map[int][][]byte // by capacity
+	n    int
+}
+
+// get returns a free buffer of capacity size, or nil.
+func (p *wbufs) get(size int) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.free[size]
+	if len(l) == 0 {
+		return nil
+	}
+	b := l[len(l)-1]
+	p.free[size] = l[:len(l)-1]
+	p.n--
+	return b[:0]
+}
+
+// put keeps b for a later get if it is a full-size buffer (its capacity
+// is size) and there is room.
+func (p *wbufs) put(b []byte, size int) {
+	if cap(b) != size {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n >= wbKeep {
+		return
+	}
+	if p.free == nil {
+		p.free = map[int][][]byte{}
+	}
+	p.free[size] = append(p.free[size], b[:0])
+	p.n++
+}
 
 // writer gathers the writes of one open inode into buffers and writes
 // each full buffer (or the buffer a non-contiguous write ends) behind, in
@@ -35,7 +78,7 @@ type writer struct {
 	limit    int // most bytes buf takes before it is written (to a row boundary)
 	size     int // the buffer size for the current layout
 	inflight []span
-	free     [][]byte
+	full     bool  // the last buffer was written behind full: the file streams
 	err      error // the first failed write behind, until drain reports it
 }
 
@@ -89,17 +132,23 @@ func (w *writer) write(f *client.File, data []byte, off int64) error {
 }
 
 // start begins a buffer at off, ending at the next buffer-size boundary
-// of the file so that buffers line up with stripe rows. A new buffer
-// starts small and grows with the data, so that many files written a
-// little at a time do not each hold a whole row.
+// of the file so that buffers line up with stripe rows. The first buffer
+// of a file starts small and grows with the data, so that many files
+// written a little at a time do not each hold a whole row; once a buffer
+// was written behind full, the file streams, and the next ones are
+// full-size from the start (from the mount's free ones if it has any), so
+// no byte is copied again by a buffer's growth.
 func (w *writer) start(f *client.File, off int64) {
 	if size := bufSize(f); size != w.size {
-		w.size, w.free = size, nil
+		w.size, w.full = size, false
 	}
-	if n := len(w.free); n > 0 {
-		w.buf, w.free = w.free[n-1][:0], w.free[:n-1]
-	} else {
+	switch {
+	case !w.full:
 		w.buf = make([]byte, 0, min(w.size, firstWriteBuf))
+	default:
+		if w.buf = w.of.fsys.wbufs.get(w.size); w.buf == nil {
+			w.buf = make([]byte, 0, w.size)
+		}
 	}
 	w.f, w.off = f, off
 	w.limit = w.size - int(off%int64(w.size))
@@ -109,8 +158,9 @@ func (w *writer) start(f *client.File, off int64) {
 // buffer in flight overlaps it or the file has writesPerFile in flight,
 // then for the mount's budget. Called with w.mu held.
 func (w *writer) submit() {
-	b, off, f := w.buf, w.off, w.f
+	b, off, f, size := w.buf, w.off, w.f, w.size
 	w.buf, w.f = nil, nil
+	w.full = len(b) == w.limit
 	sp := span{off: off, end: off + int64(len(b))}
 	for w.overlaps(sp) || len(w.inflight) >= writesPerFile {
 		w.cond.Wait()
@@ -123,15 +173,13 @@ func (w *writer) submit() {
 	go func() {
 		defer fsys.bg.Done()
 		_, err := f.WriteAt(b, off)
+		fsys.wbufs.put(b, size)
 		fsys.wb.release(cost)
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.remove(sp)
 		if err != nil && w.err == nil {
 			w.err = err
-		}
-		if cap(b) >= w.size && len(w.free) < freeBufsPerFile {
-			w.free = append(w.free, b[:0])
 		}
 		w.cond.Broadcast()
 	}()
