@@ -39,11 +39,20 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		_ = n.fsys.release(of)
 		return nil, 0, n.fsys.errs.fail("open", ino, err)
 	}
-	var fuseFlags uint32
+	fuseFlags := n.fsys.openFlags()
 	if n.restamp(a) {
 		fuseFlags |= gofuse.FOPEN_KEEP_CACHE
 	}
 	return &handle{of: of, flags: flags}, fuseFlags, 0
+}
+
+// openFlags are the FOPEN flags every open of a regular file gets:
+// FOPEN_DIRECT_IO on a DirectIO mount.
+func (fsys *fileSystem) openFlags() uint32 {
+	if fsys.opts.DirectIO {
+		return gofuse.FOPEN_DIRECT_IO
+	}
+	return 0
 }
 
 // restamp records a's stamp and reports whether it is the same as at the
@@ -85,7 +94,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	ch := n.child(ctx, a, out)
 	ch.Operations().(*node).restamp(a)
-	return ch, &handle{of: of, flags: flags}, 0, 0
+	return ch, &handle{of: of, flags: flags}, n.fsys.openFlags(), 0
 }
 
 // Read reads from the shared file, after this mount's buffered writes.

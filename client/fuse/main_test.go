@@ -37,6 +37,8 @@ func runHelper(name string, args []string) error {
 		return writeRange(path, id, n)
 	case "unixconnect":
 		return unixConnect(path, id)
+	case "mmapsum":
+		return mmapSum(path, n)
 	}
 	return fmt.Errorf("unknown helper %q", name)
 }

@@ -29,6 +29,16 @@ type Options struct {
 	// flight to the data servers, over all files; the mount may hold as
 	// much again in blocks read ahead. Default 64 MiB.
 	WriteBehind int64
+	// DirectIO makes every open of a regular file bypass the kernel's
+	// page cache, as if opened with O_DIRECT (libfuse's direct_io): reads
+	// are answered from the mount's own read-ahead and written straight
+	// into the reader's buffer, writes go from the writer's buffer to the
+	// write-behind. A large sequential read then costs about half the CPU
+	// (no page-cache copy and bookkeeping per byte); but nothing is cached
+	// across opens, and every small read is a request to the mount. Shared
+	// mmap still works where the kernel has FUSE_DIRECT_IO_ALLOW_MMAP
+	// (Linux 6.6). Default off.
+	DirectIO bool
 	// AllowOther lets users other than the one who mounted use the mount
 	// (with default_permissions, the kernel checks permissions).
 	AllowOther bool

@@ -84,7 +84,9 @@ until it lets go.
 
 -o takes mount options, comma separated: attr_timeout=SECONDS,
 entry_timeout=SECONDS, max_write=SIZE, max_readahead=SIZE,
-write_behind=SIZE, allow_other, debug, fsname=NAME, subtype=NAME; others
+write_behind=SIZE, direct_io (bypass the page cache: cheaper large
+sequential reads, nothing cached across opens), allow_other, debug,
+fsname=NAME, subtype=NAME; others
 (ro, noatime, nosuid, nodev, noexec...) go to the kernel.`)
 	mds := f.mdsFlag(a)
 	def := fuse.DefaultOptions()
@@ -223,6 +225,8 @@ func applyMountOptions(opts *fuse.Options, list []string) error {
 			}
 		case "allow_other":
 			opts.AllowOther = true
+		case "direct_io":
+			opts.DirectIO = true
 		case "debug":
 			opts.Debug = true
 		case "fsname":

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/client/fuse"
 	"github.com/strata-hpc/strata/internal/testcluster"
 )
 
@@ -149,5 +150,24 @@ func TestMountBadInput(t *testing.T) {
 	strata(t, nil, "umount").fails(t, 2, "missing arguments")
 	if isMounted(t, dir) {
 		t.Errorf("%s mounted after failed mounts", dir)
+	}
+}
+
+// TestMountOptions: the -o options the mount knows set its options and
+// are not handed to the kernel (which refuses what it does not know);
+// the others are.
+func TestMountOptions(t *testing.T) {
+	opts := fuse.DefaultOptions()
+	if err := applyMountOptions(&opts, []string{"direct_io", "max_readahead=4M", "noatime"}); err != nil {
+		t.Fatal(err)
+	}
+	if !opts.DirectIO || opts.MaxReadahead != 4<<20 {
+		t.Errorf("direct_io,max_readahead=4M: DirectIO %v, MaxReadahead %d", opts.DirectIO, opts.MaxReadahead)
+	}
+	if len(opts.Extra) != 1 || opts.Extra[0] != "noatime" {
+		t.Errorf("options for the kernel %q, want [noatime]", opts.Extra)
+	}
+	if fuse.DefaultOptions().DirectIO {
+		t.Errorf("direct_io is on by default")
 	}
 }
