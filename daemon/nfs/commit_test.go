@@ -16,6 +16,7 @@ const (
 	opOpen         = 18
 	opLayoutget    = 50
 	opLayoutcommit = 49
+	opLayoutreturn = 51
 )
 
 // TestLayoutCommitGrowsColumns: a kernel client that wrote a file
@@ -48,32 +49,8 @@ func TestLayoutCommitGrowsColumns(t *testing.T) {
 			w := dialNFS(t, rig.Front.Addr())
 			w.session()
 			fh := lookupFH(t, w, name)
-			r := onFile(t, w, fh, "OPEN", op{opOpen, func(x *xdr.Writer) {
-				x.Uint32(0)
-				x.Uint32(3) // OPEN4_SHARE_ACCESS_BOTH
-				x.Uint32(0)
-				x.Uint64(0)
-				x.Opaque([]byte("commit-test"))
-				x.Uint32(0) // OPEN4_NOCREATE
-				x.Uint32(4) // CLAIM_FH
-			}})
-			openSid := append([]byte(nil), r.Fixed(16)...)
-			r = onFile(t, w, fh, "LAYOUTGET", op{opLayoutget, func(x *xdr.Writer) {
-				x.Bool(false)
-				x.Uint32(4) // LAYOUT4_FLEX_FILES
-				x.Uint32(2) // LAYOUTIOMODE4_RW
-				x.Uint64(0)
-				x.Uint64(^uint64(0))
-				x.Uint64(0)
-				x.Fixed(openSid)
-				x.Uint32(1 << 20)
-			}})
-			r.Bool() // return on close
-			laySid := append([]byte(nil), r.Fixed(16)...)
-			if r.Err() != nil {
-				t.Fatal(r.Err())
-			}
-			r = onFile(t, w, fh, "LAYOUTCOMMIT", op{opLayoutcommit, func(x *xdr.Writer) {
+			laySid := layoutGet(t, w, fh, openFH(t, w, fh, "commit-test"))
+			r := onFile(t, w, fh, "LAYOUTCOMMIT", op{opLayoutcommit, func(x *xdr.Writer) {
 				x.Uint64(0)
 				x.Uint64(uint64(len(want)))
 				x.Bool(false)
@@ -97,6 +74,48 @@ func TestLayoutCommitGrowsColumns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openFH opens the file fh names for reading and writing (CLAIM_FH, the
+// open owner owner) and returns the open stateid.
+func openFH(t *testing.T, w *wireClient, fh []byte, owner string) []byte {
+	t.Helper()
+	r := onFile(t, w, fh, "OPEN", op{opOpen, func(x *xdr.Writer) {
+		x.Uint32(0)
+		x.Uint32(3) // OPEN4_SHARE_ACCESS_BOTH
+		x.Uint32(0)
+		x.Uint64(0)
+		x.Opaque([]byte(owner))
+		x.Uint32(0) // OPEN4_NOCREATE
+		x.Uint32(4) // CLAIM_FH
+	}})
+	sid := append([]byte(nil), r.Fixed(16)...)
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	return sid
+}
+
+// layoutGet asks for a read-write flex-files layout of the whole file fh
+// names with stateid sid and returns the layout stateid.
+func layoutGet(t *testing.T, w *wireClient, fh, sid []byte) []byte {
+	t.Helper()
+	r := onFile(t, w, fh, "LAYOUTGET", op{opLayoutget, func(x *xdr.Writer) {
+		x.Bool(false)
+		x.Uint32(4) // LAYOUT4_FLEX_FILES
+		x.Uint32(2) // LAYOUTIOMODE4_RW
+		x.Uint64(0)
+		x.Uint64(^uint64(0))
+		x.Uint64(0)
+		x.Fixed(sid)
+		x.Uint32(1 << 20)
+	}})
+	r.Bool() // return on close
+	lay := append([]byte(nil), r.Fixed(16)...)
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	return lay
 }
 
 // onFile sends SEQUENCE, PUTFH fh and o, fails the test unless all

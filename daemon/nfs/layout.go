@@ -132,9 +132,11 @@ func (c *compound) layoutState(ino uint64, sid stateid) (*stateRec, uint32) {
 	return lr, nfs4OK
 }
 
-// curLayout resolves sid to a layout state of the current file; with
-// allowOld an older seqid of it is taken.
-func (c *compound) curLayout(sid stateid, allowOld bool) (*stateRec, uint32) {
+// curLayout resolves sid to a layout state of the current file. With
+// missedRecall an older seqid is taken if it is the last one the client
+// was told: the server moved the seqid on with a recall the client may
+// not have heard (fenced); any older one is NFS4ERR_OLD_STATEID.
+func (c *compound) curLayout(sid stateid, missedRecall bool) (*stateRec, uint32) {
 	if st := c.needFH(); st != nfs4OK {
 		return nil, st
 	}
@@ -142,12 +144,20 @@ func (c *compound) curLayout(sid stateid, allowOld bool) (*stateRec, uint32) {
 	if st != nfs4OK {
 		return nil, st
 	}
-	lr, st := c.s.st.lookup(sid, allowOld, kindLayout)
+	lr, st := c.s.st.lookup(sid, missedRecall, kindLayout)
 	if st != nfs4OK {
 		return nil, st
 	}
 	if lr.ino != c.cur {
 		return nil, nfs4errBadStateid
+	}
+	if missedRecall && sid.seqid != 0 {
+		c.s.st.mu.Lock()
+		old := sid.seqid < lr.seqid && sid.seqid != lr.told
+		c.s.st.mu.Unlock()
+		if old {
+			return nil, nfs4errOldStateid
+		}
 	}
 	return lr, nfs4OK
 }
@@ -225,6 +235,7 @@ func (c *compound) layoutget(r *xdr.Reader, w *xdr.Writer) uint32 {
 	for _, t := range targets {
 		lr.targets[t] = true
 	}
+	lr.told = lr.seqid
 	id := lr.id()
 	c.s.st.mu.Unlock()
 	start := w.Len()
@@ -446,8 +457,8 @@ func (c *compound) layoutreturn(r *xdr.Reader, w *xdr.Writer) uint32 {
 		}
 		return nfs4OK
 	}
-	// An older seqid is taken: a client that missed a recall (fenced)
-	// returns the layout with the stateid it knows.
+	// A client that missed a recall (fenced) returns the layout with the
+	// stateid it was last told.
 	lr, st := c.curLayout(sid, true)
 	if st != nfs4OK {
 		return st
@@ -474,6 +485,7 @@ func (c *compound) layoutreturn(r *xdr.Reader, w *xdr.Writer) uint32 {
 	}
 	c.s.st.mu.Lock()
 	lr.seqid++
+	lr.told = lr.seqid
 	id := lr.id()
 	c.s.st.mu.Unlock()
 	w.Bool(true)

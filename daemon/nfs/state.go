@@ -105,6 +105,7 @@ type stateRec struct {
 	open   *stateRec
 	lockID uint64 // lock: the owner id given to the MDS's lock table
 	iomode uint32 // layout: the io modes granted
+	told   uint32 // layout: the seqid of the last reply that named it (a recall moves seqid past it)
 	gen    uint64 // layout: the layout generation granted
 	write  bool   // layout: registered with the MDS as a writer
 	// layout: the components its layouts named (recall.go), whether it
