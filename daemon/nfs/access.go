@@ -105,6 +105,15 @@ func (c *compound) access(r *xdr.Reader, w *xdr.Writer) uint32 {
 		}
 	}
 	all := uint32(accessRead | accessLookup | accessModify | accessExtend | accessDelete | accessExecute)
+	if c.minor >= 2 { // extended attributes (xattr.go)
+		all |= accessXaread | accessXawrite | accessXalist
+		if c.may(a, permR) {
+			got |= accessXaread | accessXalist
+		}
+		if c.may(a, permW) && !c.rule.ReadOnly {
+			got |= accessXawrite
+		}
+	}
 	w.Uint32(want & all)
 	w.Uint32(got & want)
 	return nfs4OK

@@ -69,7 +69,7 @@ var supported = bitmapOf(aSupported, aType, aFhExpireType, aChange, aSize, aLink
 	aHomogeneous, aMaxfilesize, aMaxlink, aMaxname, aMaxread, aMaxwrite, aMode, aNoTrunc, aNumlinks,
 	aOwner, aOwnerGroup, aRawdev, aSpaceAvail, aSpaceFree, aSpaceTotal, aSpaceUsed, aTimeAccess,
 	aTimeAccessSet, aTimeDelta, aTimeMetadata, aTimeModify, aTimeModifySet, aMountedOnFid,
-	aFsLayoutType, aLayoutBlksize, aSuppattrExcl)
+	aFsLayoutType, aLayoutBlksize, aSuppattrExcl, aXattrSupport)
 
 // settable is what SETATTR (and the create attributes) may change.
 var settable = bitmapOf(aSize, aMode, aOwner, aOwnerGroup, aTimeAccessSet, aTimeModifySet)
@@ -97,6 +97,14 @@ func nfsType(a *rpc.Attr) uint32 {
 		return nf4Dir
 	case rpc.TypeSymlink:
 		return nf4Lnk
+	case rpc.TypeFifo:
+		return nf4Fifo
+	case rpc.TypeChar:
+		return nf4Chr
+	case rpc.TypeBlock:
+		return nf4Blk
+	case rpc.TypeSocket:
+		return nf4Sock
 	}
 	return nf4Reg
 }
@@ -178,8 +186,8 @@ func (c *compound) encodeAttrs(w *xdr.Writer, a *rpc.Attr, writes uint64, req []
 		case aOwnerGroup:
 			w.String(strconv.FormatUint(uint64(a.Gid), 10))
 		case aRawdev:
-			w.Uint32(0)
-			w.Uint32(0)
+			w.Uint32(rpc.Major(a.Rdev))
+			w.Uint32(rpc.Minor(a.Rdev))
 		case aSpaceAvail, aSpaceFree:
 			w.Uint64(fs().Free)
 		case aSpaceTotal:
@@ -201,6 +209,8 @@ func (c *compound) encodeAttrs(w *xdr.Writer, a *rpc.Attr, writes uint64, req []
 			w.Uint32(1 << 20)
 		case aSuppattrExcl:
 			w.Bitmap(settable)
+		case aXattrSupport:
+			w.Bool(true)
 		}
 	}
 	w.PutUint32At(lenAt, uint32(w.Len()-start))

@@ -63,6 +63,9 @@ func init() {
 		opLayoutget: (*compound).layoutget, opGetdeviceinfo: (*compound).getdeviceinfo,
 		opLayoutreturn: (*compound).layoutreturn, opLayoutcommit: (*compound).layoutcommit,
 		opLayouterror: (*compound).layouterror, opLayoutstats: (*compound).layoutstats,
+		opGetxattr: (*compound).getxattr, opSetxattr: (*compound).setxattr,
+		opListxattrs: (*compound).listxattrs, opRemoveXattr: (*compound).removexattr,
+		opAllocate: (*compound).allocate,
 	}
 }
 
@@ -116,6 +119,9 @@ func (c *compound) run(r *xdr.Reader, w *xdr.Writer) bool {
 			break
 		}
 		fn := ops[op]
+		if c.minor < 2 && (xattrOp(op) || op == opAllocate) {
+			fn = nil // 4.2's
+		}
 		if fn == nil {
 			// An operation of the minor version this server does not
 			// implement is NOTSUPP; a number outside it, OP_ILLEGAL.

@@ -202,6 +202,34 @@ func (c *compound) statfs() *rpc.StatFSResp {
 	return st
 }
 
+// sizeable returns the current file's attributes if the caller may change
+// its size: a regular file it may write, or holds open for writing (open
+// stateid sid). The export must be writable.
+func (c *compound) sizeable(sid stateid) (*rpc.Attr, uint32) {
+	if st := c.needFH(); st != nfs4OK {
+		return nil, st
+	}
+	if st := c.writable(); st != nfs4OK {
+		return nil, st
+	}
+	a, st := c.attr(c.cur)
+	if st != nfs4OK {
+		return nil, st
+	}
+	if a.IsDir() {
+		return nil, nfs4errIsdir
+	}
+	if !a.IsFile() {
+		return nil, nfs4errInval
+	}
+	if !c.may(a, permW) {
+		if sr, st := c.s.st.lookupState(sid, kindOpen); st != nfs4OK || sr.access&shareAccessWrite == 0 {
+			return nil, nfs4errAccess
+		}
+	}
+	return a, nfs4OK
+}
+
 func (c *compound) setattr(r *xdr.Reader, w *xdr.Writer) uint32 {
 	sid := decodeStateid(r)
 	sa, st := decodeSetAttrs(r)
@@ -219,22 +247,14 @@ func (c *compound) setattr(r *xdr.Reader, w *xdr.Writer) uint32 {
 	if st := c.writable(); st != nfs4OK {
 		return st
 	}
-	a, st := c.attr(c.cur)
+	var a *rpc.Attr
+	if sa.req.Valid&rpc.SetSize != 0 {
+		a, st = c.sizeable(sid)
+	} else {
+		a, st = c.attr(c.cur)
+	}
 	if st != nfs4OK {
 		return st
-	}
-	if sa.req.Valid&rpc.SetSize != 0 {
-		if a.IsDir() {
-			return nfs4errIsdir
-		}
-		if !a.IsFile() {
-			return nfs4errInval
-		}
-		if !c.may(a, permW) {
-			if sr, st := c.s.st.lookupState(sid, kindOpen); st != nfs4OK || sr.access&shareAccessWrite == 0 {
-				return nfs4errAccess
-			}
-		}
 	}
 	owner := a.Uid == c.cred.Uid || c.cred.Uid == 0
 	if sa.req.Valid&(rpc.SetMode|rpc.SetAtime|rpc.SetMtime) != 0 && !owner {
@@ -277,12 +297,16 @@ func changeInfo(w *xdr.Writer, before, after *rpc.Attr) {
 func (c *compound) create(r *xdr.Reader, w *xdr.Writer) uint32 {
 	typ := r.Uint32()
 	var target string
+	var rdev uint32
 	switch typ {
 	case nf4Lnk:
 		target = r.String(4096)
 	case nf4Blk, nf4Chr:
-		r.Uint32()
-		r.Uint32()
+		major, minor := r.Uint32(), r.Uint32()
+		if major > 0xfff || minor > 0xfffff {
+			return nfs4errInval // beyond Linux's 12-bit major and 20-bit minor
+		}
+		rdev = rpc.Mkdev(major, minor)
 	}
 	name := r.String(maxOpaque)
 	sa, st := decodeSetAttrs(r)
@@ -295,12 +319,9 @@ func (c *compound) create(r *xdr.Reader, w *xdr.Writer) uint32 {
 	if s := c.needFH(); s != nfs4OK {
 		return s
 	}
-	switch typ {
-	case nf4Lnk, nf4Dir:
-	case nf4Reg:
-		return nfs4errBadtype
-	default:
-		return nfs4errNotsupp
+	special := map[uint32]uint32{nf4Blk: rpc.TypeBlock, nf4Chr: rpc.TypeChar, nf4Sock: rpc.TypeSocket, nf4Fifo: rpc.TypeFifo}
+	if _, ok := special[typ]; !ok && typ != nf4Lnk && typ != nf4Dir {
+		return nfs4errBadtype // NF4REG is OPEN's; named attributes are not served
 	}
 	if st := checkName(name); st != nfs4OK {
 		return st
@@ -315,13 +336,16 @@ func (c *compound) create(r *xdr.Reader, w *xdr.Writer) uint32 {
 	}
 	var a *rpc.Attr
 	var err error
-	if typ == nf4Dir {
+	switch typ {
+	case nf4Dir:
 		a, err = c.s.cl.MkdirIno(c.ctx, c.cur, name, mode, c.cred)
-	} else {
+	case nf4Lnk:
 		if target == "" {
 			return nfs4errInval
 		}
 		a, err = c.s.cl.SymlinkIno(c.ctx, c.cur, name, target, c.cred)
+	default:
+		a, err = c.s.cl.MknodIno(c.ctx, c.cur, name, special[typ]|mode&0o7777, rdev, c.cred)
 	}
 	if err != nil {
 		return statusOf(err)

@@ -154,6 +154,60 @@ func basic(mnt string) {
 		}
 	}
 	step("readdir-many", err)
+	special(dir)
+}
+
+// special: a FIFO made through NFS (CREATE NF4FIFO) is one; on a 4.2
+// mount, user extended attributes (RFC 8276) set, read and listed, and
+// fallocate (ALLOCATE) extends a file.
+func special(dir string) {
+	fifo := filepath.Join(dir, "fifo")
+	err := syscall.Mkfifo(fifo, 0o640)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = os.Lstat(fifo); err == nil && st.Mode()&os.ModeNamedPipe == 0 {
+			err = fmt.Errorf("mkfifo made a %v", st.Mode())
+		}
+	}
+	step("mkfifo", err)
+	mounts, _ := os.ReadFile("/proc/mounts")
+	if !bytes.Contains(mounts, []byte("vers=4.2")) {
+		return
+	}
+	file := filepath.Join(dir, "renamed")
+	step("setxattr", syscall.Setxattr(file, "user.color", []byte("blue"), 0))
+	buf := make([]byte, 256)
+	n, err := syscall.Getxattr(file, "user.color", buf)
+	if err == nil && string(buf[:n]) != "blue" {
+		err = fmt.Errorf("getxattr user.color = %q", buf[:n])
+	}
+	step("getxattr", err)
+	n, err = syscall.Listxattr(file, buf)
+	if err == nil && !bytes.Contains(buf[:n], []byte("user.color\x00")) {
+		err = fmt.Errorf("listxattr = %q, no user.color", buf[:n])
+	}
+	step("listxattr", err)
+	_, err = syscall.Getxattr(file, "user.missing", buf)
+	if errors.Is(err, syscall.ENODATA) {
+		err = nil
+	} else if err == nil {
+		err = errors.New("a missing attribute has a value")
+	}
+	step("getxattr-missing", err)
+	f, err := os.Create(filepath.Join(dir, "alloc"))
+	if err == nil {
+		err = syscall.Fallocate(int(f.Fd()), 0, 0, 1<<20)
+		var st os.FileInfo
+		if err == nil {
+			if st, err = f.Stat(); err == nil && st.Size() != 1<<20 {
+				err = fmt.Errorf("size %d after fallocate of 1 MiB", st.Size())
+			}
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	step("fallocate", err)
 }
 
 func setlk(f *os.File, typ int16, start, n int64) error {
@@ -210,13 +264,24 @@ func hold(mnt string) {
 	}
 }
 
-// bigio: write then read a file of the given MiB with 1 MiB calls, timed.
+// bigio: write then read a file of the given MiB with 1 MiB calls, timed,
+// through the kernel's NFS mount; then, with the arguments "strata MDS
+// SECRETHEX", the same through a `strata mount` in this guest (strata.go).
 func bigio(mnt string, args []string) {
 	n := 64
 	if len(args) > 0 {
 		fmt.Sscan(args[0], &n)
 	}
-	p := filepath.Join(mnt, "big.bin")
+	timedIO(filepath.Join(mnt, "big.bin"), n, "")
+	if len(args) == 4 && args[1] == "strata" {
+		strataIO(n, args[2], args[3])
+	}
+}
+
+// timedIO writes n MiB to p with 1 MiB calls and fsync, drops the
+// caches, reads it back and checks it, and prints the seconds of each as
+// "BENCH {prefix}write_mib=N seconds=S" and "{prefix}read_mib".
+func timedIO(p string, n int, prefix string) {
 	buf := nfsguest.Pattern(3, 1<<20)
 	t0 := time.Now()
 	f, err := os.Create(p)
@@ -231,8 +296,8 @@ func bigio(mnt string, args []string) {
 			err = cerr
 		}
 	}
-	step("bigwrite", err)
-	fmt.Printf("GUEST BENCH write_mib=%d seconds=%.3f\n", n, time.Since(t0).Seconds())
+	step(prefix+"bigwrite", err)
+	fmt.Printf("GUEST BENCH %swrite_mib=%d seconds=%.3f\n", prefix, n, time.Since(t0).Seconds())
 	_ = dropCaches()
 	t0 = time.Now()
 	f, err = os.Open(p)
@@ -245,8 +310,8 @@ func bigio(mnt string, args []string) {
 		}
 		f.Close()
 	}
-	step("bigread", err)
-	fmt.Printf("GUEST BENCH read_mib=%d seconds=%.3f\n", n, time.Since(t0).Seconds())
+	step(prefix+"bigread", err)
+	fmt.Printf("GUEST BENCH %sread_mib=%d seconds=%.3f\n", prefix, n, time.Since(t0).Seconds())
 }
 
 // waitContent polls until file p holds want (an open revalidates the
