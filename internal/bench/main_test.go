@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/strata-hpc/strata/internal/nfstest"
 )
 
 // helperEnv, when set, makes the test binary run a helper (a separate OS
@@ -19,5 +21,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	nfstest.Cleanup()
+	os.Exit(code)
 }

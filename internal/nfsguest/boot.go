@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,6 +31,13 @@ type Options struct {
 	// ModuleParams are parameters of the guest's kernel modules, as
 	// "module.param=value" (e.g. "nfs_layout_flexfiles.dataserver_timeo=30").
 	ModuleParams []string
+	// HostLoopback lets the guest reach the host's loopback addresses as
+	// they are (127.0.0.1:PORT is the host's port): qemu's network is not
+	// restricted, the guest's own loopback address is removed and 127/8
+	// is routed to qemu. A Strata client in the guest then reaches the MDS
+	// and the data servers at the addresses a test cluster on the host
+	// advertises.
+	HostLoopback bool
 	Timeout      time.Duration
 }
 
@@ -41,9 +49,11 @@ type Guest struct {
 	initrd  string
 }
 
-// Prepare builds the initramfs with guestBin (a static binary) in dir.
-// The extracted kernel is cached in the user's cache directory.
-func Prepare(dir, guestBin string) (*Guest, error) {
+// Prepare builds the initramfs with guestBin (a static binary) in dir,
+// and each host program of progs as /bin/NAME with the shared libraries
+// it needs (ldd). The extracted kernel is cached in the user's cache
+// directory.
+func Prepare(dir, guestBin string, progs ...string) (*Guest, error) {
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		return nil, fmt.Errorf("%w: qemu-system-x86_64 (apt-get install qemu-system-x86)", ErrMissing)
 	}
@@ -56,17 +66,18 @@ func Prepare(dir, guestBin string) (*Guest, error) {
 		cache = os.TempDir()
 	}
 	g := &Guest{k: k, vmlinux: k.vmlinux(filepath.Join(cache, "strata-nfsguest")), initrd: filepath.Join(dir, "initramfs.cpio.gz")}
-	if err := buildInitramfs(k, guestBin, g.initrd); err != nil {
+	if err := buildInitramfs(k, guestBin, progs, g.initrd); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
-// BuildProgram compiles the Go package pkg as a static Linux binary into
-// dir and returns its path.
+// BuildProgram compiles the Go package pkg as a static Linux binary
+// (without symbols) into dir, named after the package's last element, and
+// returns its path.
 func BuildProgram(ctx context.Context, dir, pkg string) (string, error) {
-	out := filepath.Join(dir, "guest")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	out := filepath.Join(dir, path.Base(pkg))
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build %s: %w: %s", pkg, err, b)
@@ -116,6 +127,11 @@ func (g *Guest) Run(ctx context.Context, o Options) (*Result, error) {
 	fwd := []Forward{{Guest: "10.0.2.100:2049", Host: o.Server}}
 	fwd = append(fwd, o.Forwards...)
 	net := "user,id=n0,restrict=on,net=10.0.2.0/24,host=10.0.2.2"
+	hostlo := ""
+	if o.HostLoopback {
+		net = strings.Replace(net, "restrict=on", "restrict=off", 1)
+		hostlo = " guest.hostlo=1"
+	}
 	for _, f := range fwd {
 		i := strings.LastIndex(f.Host, ":")
 		if i < 0 {
@@ -125,8 +141,8 @@ func (g *Guest) Run(ctx context.Context, o Options) (*Result, error) {
 		// unlike the chardev form which carries a single connection.
 		net += fmt.Sprintf(",guestfwd=tcp:%s-cmd:busybox nc %s %s", f.Guest, f.Host[:i], f.Host[i+1:])
 	}
-	appendLine := fmt.Sprintf("console=ttyS0 panic=-1 quiet loglevel=4 no_timer_check guest.opts=%s guest.path=%s guest.args=%s %s",
-		o.MountOpt, o.Export, strings.Join(o.Args, ","), strings.Join(o.ModuleParams, " "))
+	appendLine := fmt.Sprintf("console=ttyS0 panic=-1 quiet loglevel=4 no_timer_check guest.opts=%s guest.path=%s guest.args=%s%s %s",
+		o.MountOpt, o.Export, strings.Join(o.Args, ","), hostlo, strings.Join(o.ModuleParams, " "))
 	// no_timer_check: on a host loaded enough to starve the emulation the
 	// kernel's IO-APIC timer check fails and it panics at boot.
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)

@@ -15,8 +15,9 @@ import (
 // ErrMissing is returned when something the guest needs is not installed.
 var ErrMissing = errors.New("nfsguest: missing on this host (run contrib/test-deps.sh)")
 
-// modules are loaded in the guest (with their dependencies).
-var modules = []string{"virtio_pci", "virtio_net", "sunrpc", "nfs", "nfsv3", "nfsv4", "nfs_layout_flexfiles"}
+// modules are loaded in the guest (with their dependencies); fuse is for
+// a `strata mount` in the guest.
+var modules = []string{"virtio_pci", "virtio_net", "sunrpc", "nfs", "nfsv3", "nfsv4", "nfs_layout_flexfiles", "fuse"}
 
 // kernel is the host's installed 6.1 kernel.
 type kernel struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -13,11 +14,17 @@ import (
 	"github.com/strata-hpc/strata/internal/nfsguest"
 )
 
+// prepared is a guest built once per test binary.
+type prepared struct {
+	once sync.Once
+	g    *nfsguest.Guest
+	err  error
+	dir  string
+}
+
 var (
-	guestOnce sync.Once
-	guest     *nfsguest.Guest
-	guestErr  error
-	guestDir  string
+	plain      prepared // the guest program only
+	withStrata prepared // and the strata command with fusermount3
 )
 
 // Guest prepares the qemu guest once per test binary. A host without qemu
@@ -26,33 +33,65 @@ var (
 // to minutes under software emulation.
 func Guest(t testing.TB) *nfsguest.Guest {
 	t.Helper()
+	return plain.get(t, false)
+}
+
+// StrataGuest is Guest with the static strata command as /bin/strata and
+// the host's fusermount3 (with its libraries) in the guest too, for a
+// `strata mount` inside the guest (the guest program's "bigio ... strata"
+// run, with nfsguest.Options.HostLoopback).
+func StrataGuest(t testing.TB) *nfsguest.Guest {
+	t.Helper()
+	return withStrata.get(t, true)
+}
+
+func (p *prepared) get(t testing.TB, strata bool) *nfsguest.Guest {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("boots the Linux kernel under qemu: not with -short")
 	}
-	guestOnce.Do(func() {
-		guestDir, guestErr = os.MkdirTemp("", "strata-nfsguest-")
-		if guestErr != nil {
+	p.once.Do(func() {
+		p.dir, p.err = os.MkdirTemp("", "strata-nfsguest-")
+		if p.err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		// Building the strata command from scratch takes minutes on a
+		// loaded machine.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 		defer cancel()
 		var bin string
-		bin, guestErr = nfsguest.BuildProgram(ctx, guestDir, "github.com/strata-hpc/strata/internal/nfsguest/guest")
-		if guestErr != nil {
+		bin, p.err = nfsguest.BuildProgram(ctx, p.dir, "github.com/strata-hpc/strata/internal/nfsguest/guest")
+		if p.err != nil {
 			return
 		}
-		guest, guestErr = nfsguest.Prepare(guestDir, bin)
+		var progs []string
+		if strata {
+			fm, err := exec.LookPath("fusermount3")
+			if err != nil {
+				p.err = fmt.Errorf("%w: fusermount3 (apt-get install fuse3)", nfsguest.ErrMissing)
+				return
+			}
+			s, err := nfsguest.BuildProgram(ctx, p.dir, "github.com/strata-hpc/strata/cmd/strata")
+			if err != nil {
+				p.err = err
+				return
+			}
+			progs = []string{s, fm}
+		}
+		p.g, p.err = nfsguest.Prepare(p.dir, bin, progs...)
 	})
-	if guestErr != nil {
-		t.Fatalf("prepare the kernel guest: %v", guestErr)
+	if p.err != nil {
+		t.Fatalf("prepare the kernel guest: %v", p.err)
 	}
-	return guest
+	return p.g
 }
 
-// Cleanup removes what Guest built; call it from TestMain.
+// Cleanup removes what Guest and StrataGuest built; call it from TestMain.
 func Cleanup() {
-	if guestDir != "" {
-		_ = os.RemoveAll(guestDir)
+	for _, p := range []*prepared{&plain, &withStrata} {
+		if p.dir != "" {
+			_ = os.RemoveAll(p.dir)
+		}
 	}
 	if cliDir != "" {
 		_ = os.RemoveAll(cliDir)
