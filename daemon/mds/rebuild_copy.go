@@ -380,7 +380,11 @@ func fileEnd(l layout.Layout, col int, n uint64) uint64 {
 
 // rebuildSize is the size the rebuilt component must have: a copy's size,
 // or for rs the component's share of the file's size, the committed size
-// or what the surviving data columns imply, whichever is larger.
+// or what the surviving data columns imply, whichever is larger. The data
+// columns are asked all at once: each answers behind the reads of the
+// rebuilds under way on its server, and asked one after the other they
+// held up the start of a copy by up to 0.9 s (BenchmarkRebuild with 8
+// rebuilds at once on a loaded machine).
 func (s *Server) rebuildSize(ctx context.Context, fs fileSnap, comp int, src *sources) (uint64, error) {
 	var err error
 	for _, c := range src.copies {
@@ -393,16 +397,23 @@ func (s *Server) rebuildSize(ctx context.Context, fs fileSnap, comp int, src *so
 		return 0, err
 	}
 	size := fs.size
+	var mu sync.Mutex
+	var wg sync.WaitGroup
 	for _, c := range src.rs {
 		if c >= fs.l.Width {
 			continue
 		}
-		n, err := s.statComp(ctx, fs, c)
-		if err != nil {
-			continue // decoding will find out
-		}
-		size = max(size, fileEnd(fs.l, c, n))
+		wg.Go(func() {
+			n, err := s.statComp(ctx, fs, c)
+			if err != nil {
+				return // decoding will find out
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			size = max(size, fileEnd(fs.l, c, n))
+		})
 	}
+	wg.Wait()
 	return compBytes(fs.l, size, comp), nil
 }
 
