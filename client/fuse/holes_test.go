@@ -41,7 +41,7 @@ func testPunchHole(t *testing.T, spec string) {
 	if err := writeFile(name, want); err != nil {
 		t.Fatal(err)
 	}
-	before := settledFree(t, s.Dir())
+	before := settledFree(t, cl, s.Dir())
 
 	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
@@ -147,7 +147,7 @@ func TestSparseTruncateAndEFBIG(t *testing.T) {
 	if err := writeFile(name, []byte("head")); err != nil {
 		t.Fatal(err)
 	}
-	before := settledFree(t, s.Dir())
+	before := settledFree(t, cl, s.Dir())
 	const big = 100 << 30
 	if err := os.Truncate(name, big); err != nil {
 		t.Fatalf("truncate to 100 GiB: %v", err)
@@ -176,10 +176,17 @@ func TestSparseTruncateAndEFBIG(t *testing.T) {
 			t.Fatalf("read at %d: %d bytes (%v), want %d zeros", off, k, err, wantN)
 		}
 	}
-	// Give the heartbeats time to report, then df must show no loss.
-	time.Sleep(time.Second)
-	if after := statFree(t, s.Dir()); after+1<<20 < before {
-		t.Fatalf("df free space %d bytes before the 100 GiB truncate, %d after: want (about) the same", before, after)
+	// Once the heartbeats have reported, df must show no loss.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		after := settledFree(t, cl, s.Dir())
+		if after+1<<20 >= before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("df free space %d bytes before the 100 GiB truncate, %d after: want (about) the same", before, after)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	// The library answers the same.
 	lf, err := cl.Client().OpenFile(context.Background(), "/sparse", os.O_RDWR, 0)
@@ -202,16 +209,21 @@ func statFree(t *testing.T, dir string) uint64 {
 	return st.Bavail * uint64(st.Frsize)
 }
 
-// settledFree returns df's free bytes once two readings a heartbeat and
-// more apart agree (the data servers report their use in heartbeats).
-func settledFree(t *testing.T, dir string) uint64 {
+// settledFree returns df's free bytes once every data server is up (a
+// server whose heartbeat is late under load counts no space) and two
+// readings a heartbeat and more apart agree.
+func settledFree(t *testing.T, cl *testcluster.Cluster, dir string) uint64 {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
+	allUp := func() bool {
+		st, err := cl.Client().StatFS(context.Background())
+		return err == nil && st.DSTotal > 0 && st.DSUp == st.DSTotal
+	}
 	last := statFree(t, dir)
 	for {
 		time.Sleep(500 * time.Millisecond)
 		now := statFree(t, dir)
-		if now == last || time.Now().After(deadline) {
+		if (now == last && allUp()) || time.Now().After(deadline) {
 			return now
 		}
 		last = now
