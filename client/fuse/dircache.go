@@ -8,18 +8,36 @@ import (
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
 
-// Statahead. When many names of one directory are looked up in a short
-// time (ls -l, find, a job stat'ing its inputs), one listing of the
-// directory with every entry's attributes replaces a lookup per name: the
-// next lookups are answered from it while it is younger than the entry
-// timeout. The answer carries the listing's remaining age as its cache
-// timeouts, so the kernel never holds a name or attributes longer than
-// EntryTimeout after the MDS gave them, as if it had looked the name up
-// when the listing was made. Only names found are answered; a name not in
-// the listing is asked of the MDS. Any change made through this mount
-// (a write, create, unlink, rename, setattr...) makes every listing stale.
+// Statahead and negative lookups. When many names of one directory are
+// looked up in a short time (ls -l, find, a job stat'ing its inputs, or
+// creating many files: the kernel looks each new name up first), one
+// listing of the directory with every entry's attributes replaces a
+// lookup per name: the next lookups are answered from it while it is
+// younger than the entry timeout, as if the mount had looked the name up
+// when the listing was made.
+//
+// A listing answers two questions, trusted for different reasons:
+//
+//   - whether a name exists. The mount's own changes to the directory's
+//     names (create, mkdir, unlink, rmdir, ...) are applied to the
+//     listing as they are made, also to one being fetched (replayed on
+//     it when it comes), so a name missing from a fresh listing is
+//     answered ENOENT without asking the MDS: names may be up to the
+//     entry timeout old, as for the kernel's own name cache. A change the
+//     mount cannot apply (a rename, a failed call) drops the listing.
+//   - an existing name's attributes. A change made through this mount
+//     makes the attributes of the inodes it changes stale in every
+//     listing (touch: a directory whose names changed, the inode that
+//     lost a link); a change whose inodes the mount does not single out
+//     (a write, setattr, rename) makes every listed attribute stale. An
+//     entry the mount itself added keeps the attributes the MDS answered
+//     it with.
+//
+// The answers carry the listing's remaining age as their cache timeouts,
+// so the kernel never holds a name or attributes longer than the entry
+// timeout after the MDS gave them.
 const (
-	stataheadAfter = 8     // found lookups in a directory that trigger a listing
+	stataheadAfter = 8     // lookups (found or not) in a directory that trigger a listing
 	stataheadMax   = 16384 // larger directories are not listed
 	stataheadDirs  = 256   // listings kept at once
 )
@@ -29,60 +47,128 @@ type dirCache struct {
 	fsys *fileSystem
 	ttl  time.Duration
 
-	// epoch counts the changes made through this mount; a listing made
-	// before the last change is stale.
+	// epoch counts the changes made through this mount; attributes
+	// listed before the last change of everything (all), or of their
+	// inode (touched), are stale.
 	epoch atomic.Uint64
+	all   atomic.Uint64
 
-	mu   sync.Mutex
-	dirs map[uint64]*listing
+	mu      sync.Mutex
+	dirs    map[uint64]*listing
+	touched map[uint64]touch
+}
+
+// touch is when an inode's attributes last changed through the mount.
+type touch struct {
+	epoch uint64
+	at    time.Time
 }
 
 // listing is one directory's lookups and listing.
 type listing struct {
-	hits    int       // lookups that found a name, since window
+	hits    int       // lookups since window
 	window  time.Time // start of the counting window
-	ents    map[string]rpc.Attr
+	ents    map[string]dentry
 	made    time.Time // when the listing was asked for
-	epoch   uint64    // the epoch it was asked for in
 	loading bool
 	skip    time.Time // too large: do not list before this
+	// While loading: the mount's changes to the names, to replay on the
+	// listing when it comes; spoiled: a change that cannot be replayed
+	// happened, the listing is dropped.
+	journal []nameChange
+	spoiled bool
 }
+
+// dentry is a listed name's attributes and the epoch they were current in.
+type dentry struct {
+	attr  rpc.Attr
+	epoch uint64
+}
+
+// nameChange is a change the mount made to a directory's names: name now
+// has attributes attr, or is gone.
+type nameChange struct {
+	name string
+	attr rpc.Attr
+	gone bool
+}
+
+// answer is what a listing knows of a name.
+type answer int
+
+const (
+	unknown answer = iota // ask the MDS
+	present               // the name exists, with fresh attributes
+	absent                // no such name
+)
 
 func newDirCache(fsys *fileSystem, ttl time.Duration) *dirCache {
-	return &dirCache{fsys: fsys, ttl: ttl, dirs: map[uint64]*listing{}}
+	return &dirCache{fsys: fsys, ttl: ttl, dirs: map[uint64]*listing{}, touched: map[uint64]touch{}}
 }
 
-// changed makes every listing stale.
-func (dc *dirCache) changed() { dc.epoch.Add(1) }
+// changed makes every listed attribute stale.
+func (dc *dirCache) changed() { dc.all.Store(dc.epoch.Add(1)) }
+
+// touch makes the listed attributes of inode ino stale.
+func (dc *dirCache) touch(ino uint64) {
+	if dc.ttl <= 0 {
+		return
+	}
+	now := time.Now()
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	if len(dc.touched) >= 4*stataheadMax {
+		// Listings made before a touch older than the entry timeout
+		// have expired: it is of no more use.
+		for ino, t := range dc.touched {
+			if now.Sub(t.at) > dc.ttl {
+				delete(dc.touched, ino)
+			}
+		}
+		if len(dc.touched) >= 4*stataheadMax {
+			dc.touched = map[uint64]touch{}
+			dc.all.Store(dc.epoch.Add(1))
+		}
+	}
+	dc.touched[ino] = touch{epoch: dc.epoch.Add(1), at: now}
+}
+
+// freshLocked reports whether listed attributes are current.
+func (dc *dirCache) freshLocked(e dentry) bool {
+	return e.epoch >= dc.all.Load() && e.epoch >= dc.touched[e.attr.Ino].epoch
+}
 
 // lookup answers name in directory parent from a fresh listing, with how
 // long the answer may be cached.
-func (dc *dirCache) lookup(parent uint64, name string) (*rpc.Attr, time.Duration, bool) {
+func (dc *dirCache) lookup(parent uint64, name string) (*rpc.Attr, time.Duration, answer) {
 	if dc.ttl <= 0 {
-		return nil, 0, false
+		return nil, 0, unknown
 	}
 	dc.mu.Lock()
 	defer dc.mu.Unlock()
 	l := dc.dirs[parent]
-	if l == nil || l.ents == nil || l.epoch != dc.epoch.Load() {
-		return nil, 0, false
+	if l == nil || l.ents == nil {
+		return nil, 0, unknown
 	}
 	left := dc.ttl - time.Since(l.made)
 	if left <= 0 {
 		l.ents = nil
-		return nil, 0, false
+		return nil, 0, unknown
 	}
-	a, ok := l.ents[name]
-	if !ok {
-		return nil, 0, false
+	e, ok := l.ents[name]
+	switch {
+	case !ok:
+		return nil, left, absent
+	case !dc.freshLocked(e):
+		return nil, 0, unknown
 	}
-	return &a, left, true
+	return &e.attr, left, present
 }
 
-// found counts a lookup in parent that the MDS answered with a name, and
-// starts listing parent after stataheadAfter of them within the entry
-// timeout.
-func (dc *dirCache) found(parent uint64) {
+// asked counts a lookup in parent that the MDS answered, and starts
+// listing parent after stataheadAfter of them within the entry timeout,
+// unless a listing is fresh or being made.
+func (dc *dirCache) asked(parent uint64) {
 	if dc.ttl <= 0 {
 		return
 	}
@@ -99,10 +185,12 @@ func (dc *dirCache) found(parent uint64) {
 		l.hits, l.window = 0, now
 	}
 	l.hits++
-	if l.hits < stataheadAfter || l.loading || now.Before(l.skip) {
+	fresh := l.ents != nil && now.Sub(l.made) < dc.ttl
+	if l.hits < stataheadAfter || l.loading || fresh || now.Before(l.skip) {
 		return
 	}
 	l.hits, l.window, l.loading = 0, now, true
+	l.journal, l.spoiled = nil, false
 	epoch := dc.epoch.Load()
 	dc.fsys.bg.Add(1)
 	go func() {
@@ -111,24 +199,80 @@ func (dc *dirCache) found(parent uint64) {
 	}()
 }
 
-// load lists parent and keeps the listing if nothing changed meanwhile.
+// load lists parent and keeps the listing, with the mount's changes made
+// meanwhile replayed on it.
 func (dc *dirCache) load(parent uint64, l *listing, made time.Time, epoch uint64) {
 	ents, more, err := dc.fsys.c.ReadDirPage(dc.fsys.ctx, parent, "", stataheadMax)
 	dc.mu.Lock()
 	defer dc.mu.Unlock()
-	l.loading = false
+	journal, spoiled := l.journal, l.spoiled
+	l.loading, l.journal, l.spoiled = false, nil, false
 	switch {
-	case err != nil:
+	case err != nil || spoiled:
 		return
 	case more:
 		l.skip = made.Add(dc.ttl)
 		return
 	}
-	m := make(map[string]rpc.Attr, len(ents))
+	m := make(map[string]dentry, len(ents))
 	for _, e := range ents {
-		m[e.Name] = e.Attr
+		m[e.Name] = dentry{attr: e.Attr, epoch: epoch}
 	}
-	l.ents, l.made, l.epoch = m, made, epoch
+	l.ents, l.made = m, made
+	for _, c := range journal {
+		l.applyLocked(c, dc.epoch.Load())
+	}
+}
+
+// added records that the mount made name in parent (create, mkdir,
+// symlink, mknod, link), with the attributes the MDS answered.
+func (dc *dirCache) added(parent uint64, name string, a *rpc.Attr) {
+	dc.note(parent, nameChange{name: name, attr: *a})
+}
+
+// removed records that the mount removed name from parent.
+func (dc *dirCache) removed(parent uint64, name string) {
+	dc.note(parent, nameChange{name: name, gone: true})
+}
+
+func (dc *dirCache) note(parent uint64, c nameChange) {
+	if dc.ttl <= 0 {
+		return
+	}
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	l := dc.dirs[parent]
+	if l == nil {
+		return
+	}
+	if l.loading {
+		l.journal = append(l.journal, c)
+	}
+	if l.ents != nil {
+		l.applyLocked(c, dc.epoch.Load())
+	}
+}
+
+// unsure drops what is known of parent's names: the mount changed them
+// in a way it cannot apply (a rename, a call whose outcome is unknown).
+func (dc *dirCache) unsure(parent uint64) {
+	if dc.ttl <= 0 {
+		return
+	}
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	if l := dc.dirs[parent]; l != nil {
+		l.ents = nil
+		l.spoiled = l.loading
+	}
+}
+
+func (l *listing) applyLocked(c nameChange, epoch uint64) {
+	if c.gone {
+		delete(l.ents, c.name)
+		return
+	}
+	l.ents[c.name] = dentry{attr: c.attr, epoch: epoch}
 }
 
 // sweepLocked drops listings no longer of use when there are too many.

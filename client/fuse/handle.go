@@ -72,10 +72,9 @@ func (n *node) restamp(a *rpc.Attr) bool {
 // writes nothing costs one MDS call.
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *gofuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	parent := n.ino()
-	n.fsys.dc.changed()
 	a, created, err := n.fsys.c.CreateIno(n.fsys.as(ctx), parent, name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()), flags&syscall.O_EXCL != 0)
-	if err != nil {
-		return nil, nil, 0, n.fsys.errs.fail("create", parent, err)
+	if errno := n.made("create", name, a, err); errno != 0 {
+		return nil, nil, 0, errno
 	}
 	of := n.fsys.acquire(a.Ino)
 	of.setTag(n.fsys.tagOf(ctx))

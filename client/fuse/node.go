@@ -86,18 +86,58 @@ func (n *node) remember(a *rpc.Attr) {
 
 // Lookup finds name in this directory.
 func (n *node) Lookup(ctx context.Context, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if a, left, ok := n.fsys.dc.lookup(n.ino(), name); ok {
+	switch a, left, known := n.fsys.dc.lookup(n.ino(), name); known {
+	case absent:
+		return nil, syscall.ENOENT
+	case present:
 		ch := n.child(ctx, a, out)
 		out.SetEntryTimeout(min(left, n.fsys.opts.EntryTimeout))
 		out.SetAttrTimeout(min(left, n.fsys.opts.AttrTimeout))
 		return ch, 0
 	}
 	a, err := n.fsys.c.Lookup(n.fsys.as(ctx), n.ino(), name)
+	if err == nil || errors.Is(err, syscall.ENOENT) {
+		n.fsys.dc.asked(n.ino())
+	}
 	if err != nil {
 		return nil, n.fsys.errs.fail("lookup", n.ino(), err)
 	}
-	n.fsys.dc.found(n.ino())
 	return n.child(ctx, a, out), 0
+}
+
+// made records a name this directory gained through the mount (or, on
+// err, that what became of it is unknown) for the listings, and returns
+// err as an errno. The directory's attributes changed; so did those of
+// the inode named, whose new ones are a.
+func (n *node) made(op, name string, a *rpc.Attr, err error) syscall.Errno {
+	n.fsys.dc.touch(n.ino())
+	if err != nil {
+		n.fsys.dc.unsure(n.ino())
+		return n.fsys.errs.fail(op, n.ino(), err)
+	}
+	n.fsys.dc.touch(a.Ino)
+	n.fsys.dc.added(n.ino(), name, a)
+	return 0
+}
+
+// gone records a name this directory lost through the mount (or, on err,
+// that what became of it is unknown) for the listings, and returns err as
+// an errno. The directory's attributes changed, and those of the inode
+// the name led to (its links), which the kernel's tree tells if it
+// knows the name; if not, every listed attribute is stale.
+func (n *node) gone(op, name string, ch *fs.Inode, err error) syscall.Errno {
+	n.fsys.dc.touch(n.ino())
+	if ch != nil {
+		n.fsys.dc.touch(ch.StableAttr().Ino)
+	} else {
+		n.fsys.dc.changed()
+	}
+	if err != nil {
+		n.fsys.dc.unsure(n.ino())
+		return n.fsys.errs.fail(op, n.ino(), err)
+	}
+	n.fsys.dc.removed(n.ino(), name)
+	return 0
 }
 
 // Getattr returns the attributes, with what this mount knows that the
@@ -193,10 +233,9 @@ func (n *node) truncate(ctx context.Context, fh fs.FileHandle, size uint64) erro
 
 // Mkdir makes a directory owned by the caller.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	n.fsys.dc.changed()
 	a, err := n.fsys.c.MkdirIno(n.fsys.as(ctx), n.ino(), name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()))
-	if err != nil {
-		return nil, n.fsys.errs.fail("mkdir", n.ino(), err)
+	if errno := n.made("mkdir", name, a, err); errno != 0 {
+		return nil, errno
 	}
 	return n.child(ctx, a, out), 0
 }
@@ -205,24 +244,24 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *gofuse.
 // silly names of files closed on this mount but not yet released is
 // removed once they are (awaitSilly).
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	n.fsys.dc.changed()
+	ch := n.GetChild(name)
 	err := n.fsys.c.RmdirIno(n.fsys.as(ctx), n.ino(), name)
-	if ch := n.GetChild(name); errors.Is(err, syscall.ENOTEMPTY) && ch != nil && n.fsys.awaitSilly(ctx, ch.StableAttr().Ino) {
+	if errors.Is(err, syscall.ENOTEMPTY) && ch != nil && n.fsys.awaitSilly(ctx, ch.StableAttr().Ino) {
 		err = n.fsys.c.RmdirIno(n.fsys.as(ctx), n.ino(), name)
 	}
-	return n.fsys.errs.fail("rmdir", n.ino(), err)
+	return n.gone("rmdir", name, ch, err)
 }
 
 // Unlink removes a name. A file open on this mount whose name goes is
 // moved to a silly name instead and removed at its last close, so that it
 // stays readable and writable until then (as NFS does).
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	n.fsys.dc.changed()
 	parent := n.ino()
 	if ok, errno := n.sillyRename(name); ok {
 		return errno
 	}
-	return n.fsys.errs.fail("unlink", parent, n.fsys.c.UnlinkIno(n.fsys.as(ctx), parent, name))
+	ch := n.GetChild(name)
+	return n.gone("unlink", name, ch, n.fsys.c.UnlinkIno(n.fsys.as(ctx), parent, name))
 }
 
 // sillyRename moves name aside if it is a file open on this mount, and
@@ -237,6 +276,8 @@ func (n *node) sillyRename(name string) (bool, syscall.Errno) {
 		return false, 0
 	}
 	silly := n.fsys.sillyName(of.ino)
+	n.fsys.dc.changed()
+	n.fsys.dc.unsure(n.ino())
 	err := n.fsys.c.RenameIno(n.fsys.ctx, n.ino(), name, n.ino(), silly, rpc.RenameNoReplace)
 	if err != nil {
 		return true, n.fsys.errs.fail("unlink", n.ino(), err)
@@ -257,6 +298,8 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		return syscall.EINVAL
 	}
 	n.fsys.dc.changed()
+	n.fsys.dc.unsure(n.ino())
+	n.fsys.dc.unsure(np.ino())
 	if flags == 0 {
 		if src, dst := n.GetChild(name), np.GetChild(newName); dst != nil && src != dst {
 			if _, errno := np.sillyRename(newName); errno != 0 {
@@ -270,10 +313,9 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 
 // Symlink makes a symbolic link owned by the caller.
 func (n *node) Symlink(ctx context.Context, target, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	n.fsys.dc.changed()
 	a, err := n.fsys.c.SymlinkIno(n.fsys.as(ctx), n.ino(), name, target, callerCred(ctx, n.fsys.c.Cred()))
-	if err != nil {
-		return nil, n.fsys.errs.fail("symlink", n.ino(), err)
+	if errno := n.made("symlink", name, a, err); errno != 0 {
+		return nil, errno
 	}
 	return n.child(ctx, a, out), 0
 }
@@ -289,11 +331,10 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 
 // Link adds a hard link to target in this directory.
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	n.fsys.dc.changed()
 	ino := target.EmbeddedInode().StableAttr().Ino
 	a, err := n.fsys.c.LinkIno(n.fsys.as(ctx), ino, n.ino(), name)
-	if err != nil {
-		return nil, n.fsys.errs.fail("link", n.ino(), err)
+	if errno := n.made("link", name, a, err); errno != 0 {
+		return nil, errno
 	}
 	return n.child(ctx, a, out), 0
 }
@@ -303,7 +344,6 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 // regular file (mknod(2) of S_IFREG, or of no type) is an exclusive
 // create; the kernel has applied the umask to mode.
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	n.fsys.dc.changed()
 	var a *rpc.Attr
 	var err error
 	if t := fileType(mode); t == 0 || t == rpc.TypeFile {
@@ -311,8 +351,8 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 	} else {
 		a, err = n.fsys.c.MknodIno(n.fsys.as(ctx), n.ino(), name, mode, dev, callerCred(ctx, n.fsys.c.Cred()))
 	}
-	if err != nil {
-		return nil, n.fsys.errs.fail("mknod", n.ino(), err)
+	if errno := n.made("mknod", name, a, err); errno != 0 {
+		return nil, errno
 	}
 	return n.child(ctx, a, out), 0
 }

@@ -272,17 +272,31 @@ func (of *openFile) close() error {
 	silly := of.silly
 	of.f, of.retired, of.silly = nil, nil, nil
 	of.mu.Unlock()
+	wrote := false
 	for _, f := range files {
 		if f == nil {
 			continue
 		}
+		wrote = wrote || f.Writable()
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 	}
-	of.fsys.dc.changed()
+	if wrote {
+		// Its close may have published a size: listed attributes of
+		// the file are stale. A reader's close changes nothing.
+		of.fsys.dc.touch(of.ino)
+	}
+	if len(silly) > 0 {
+		of.fsys.dc.changed()
+	}
 	for _, s := range silly {
 		uerr := of.fsys.c.UnlinkIno(of.fsys.ctx, s.parent, s.name)
+		if uerr == nil {
+			of.fsys.dc.removed(s.parent, s.name)
+		} else {
+			of.fsys.dc.unsure(s.parent)
+		}
 		if uerr != nil && !errors.Is(uerr, syscall.ENOENT) && err == nil {
 			err = uerr
 		}

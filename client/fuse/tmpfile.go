@@ -34,6 +34,7 @@ const tmpPrefix = sillyPrefix + "tmp-"
 func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *gofuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	parent := n.ino()
 	n.fsys.dc.changed()
+	n.fsys.dc.unsure(parent)
 	name := fmt.Sprintf("%s%016x", tmpPrefix, rand.Uint64()) // unique across the mounts of the namespace
 	a, _, err := n.fsys.c.CreateIno(n.fsys.as(ctx), parent, name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()), true)
 	if err != nil {
