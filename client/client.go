@@ -86,6 +86,7 @@ type Client struct {
 
 	creates *rpc.Coalescer[rpc.CreateReq, rpc.CreateManyItem] // createmany.go
 	noMany  atomic.Bool                                       // the MDS does not know MCreateMany
+	noPlus  atomic.Bool                                       // the MDS does not serve the plus calls (plus.go)
 }
 
 // New returns a Client. It does not contact the MDS; the first call does.

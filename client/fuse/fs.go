@@ -30,7 +30,8 @@ type fileSystem struct {
 	rab   *budget // blocks read ahead; taken only when free, never waited for
 	rabs  raBufs  // buffers of batches read ahead, for the next batches
 	dc    *dirCache
-	xa    noXattrs // inodes known to have no extended attributes
+	da    *dirAttrs // directory attributes the MDS answered changes with
+	xa    noXattrs  // inodes known to have no extended attributes
 
 	// bg counts the write-behind goroutines; shutdown waits for them.
 	bg sync.WaitGroup
@@ -55,6 +56,7 @@ func newFileSystem(ctx context.Context, c *client.Client, opts Options) *fileSys
 		locks: map[lockKey]bool{},
 	}
 	fsys.dc = newDirCache(fsys, min(opts.EntryTimeout, opts.AttrTimeout))
+	fsys.da = newDirAttrs(opts.AttrTimeout)
 	fsys.xa.ttl = opts.AttrTimeout
 	return fsys
 }

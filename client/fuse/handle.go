@@ -72,8 +72,13 @@ func (n *node) restamp(a *rpc.Attr) bool {
 // writes nothing costs one MDS call.
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *gofuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	parent := n.ino()
-	a, created, err := n.fsys.c.CreateIno(n.fsys.as(ctx), parent, name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()), flags&syscall.O_EXCL != 0)
-	if errno := n.made("create", name, a, err); errno != 0 {
+	cr, err := n.fsys.c.CreateInoPlus(n.fsys.as(ctx), parent, name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()), flags&syscall.O_EXCL != 0, false)
+	var a, dir *rpc.Attr
+	created := false
+	if err == nil {
+		a, dir, created = cr.Attr, cr.Dir, cr.Created
+	}
+	if errno := n.made("create", name, a, dir, err); errno != 0 {
 		return nil, nil, 0, errno
 	}
 	of := n.fsys.acquire(a.Ino)

@@ -107,10 +107,11 @@ func (n *node) Lookup(ctx context.Context, name string, out *gofuse.EntryOut) (*
 
 // made records a name this directory gained through the mount (or, on
 // err, that what became of it is unknown) for the listings, and returns
-// err as an errno. The directory's attributes changed; so did those of
-// the inode named, whose new ones are a.
-func (n *node) made(op, name string, a *rpc.Attr, err error) syscall.Errno {
+// err as an errno. The directory's attributes changed (to dir, if the
+// MDS said); so did those of the inode named, whose new ones are a.
+func (n *node) made(op, name string, a, dir *rpc.Attr, err error) syscall.Errno {
 	n.fsys.dc.touch(n.ino())
+	n.fsys.da.vouch(n.ino(), dir)
 	if err != nil {
 		n.fsys.dc.unsure(n.ino())
 		return n.fsys.errs.fail(op, n.ino(), err)
@@ -122,11 +123,12 @@ func (n *node) made(op, name string, a *rpc.Attr, err error) syscall.Errno {
 
 // gone records a name this directory lost through the mount (or, on err,
 // that what became of it is unknown) for the listings, and returns err as
-// an errno. The directory's attributes changed, and those of the inode
-// the name led to (its links), which the kernel's tree tells if it
+// an errno. The directory's attributes changed (to dir, if the MDS said),
+// and those of the inode the name led to (its links), which the kernel's tree tells if it
 // knows the name; if not, every listed attribute is stale.
-func (n *node) gone(op, name string, ch *fs.Inode, err error) syscall.Errno {
+func (n *node) gone(op, name string, ch *fs.Inode, dir *rpc.Attr, err error) syscall.Errno {
 	n.fsys.dc.touch(n.ino())
+	n.fsys.da.vouch(n.ino(), dir)
 	if ch != nil {
 		n.fsys.dc.touch(ch.StableAttr().Ino)
 	} else {
@@ -143,6 +145,12 @@ func (n *node) gone(op, name string, ch *fs.Inode, err error) syscall.Errno {
 // Getattr returns the attributes, with what this mount knows that the
 // MDS does not yet (uncommitted size).
 func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *gofuse.AttrOut) syscall.Errno {
+	if a, left, ok := n.fsys.da.get(n.ino()); ok {
+		n.remember(a)
+		fillAttr(&out.Attr, a, n.fsys.blksize())
+		out.SetTimeout(min(left, n.fsys.opts.AttrTimeout))
+		return 0
+	}
 	a, err := n.fsys.getattr(n.ino())
 	if err != nil && errors.Is(err, syscall.ENOENT) {
 		// A directory removed (renamed over) while open here: fstat on
@@ -196,6 +204,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *gofuse.SetAttr
 		}
 	}
 	n.fsys.dc.changed()
+	n.fsys.da.forget(ino)
 	if size, ok := in.GetSize(); ok {
 		if err := n.truncate(ctx, fh, size); err != nil {
 			return n.fsys.errs.fail("truncate", ino, err)
@@ -233,8 +242,8 @@ func (n *node) truncate(ctx context.Context, fh fs.FileHandle, size uint64) erro
 
 // Mkdir makes a directory owned by the caller.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	a, err := n.fsys.c.MkdirIno(n.fsys.as(ctx), n.ino(), name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()))
-	if errno := n.made("mkdir", name, a, err); errno != 0 {
+	a, dir, err := n.fsys.c.MkdirInoPlus(n.fsys.as(ctx), n.ino(), name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()))
+	if errno := n.made("mkdir", name, a, dir, err); errno != 0 {
 		return nil, errno
 	}
 	return n.child(ctx, a, out), 0
@@ -245,11 +254,11 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *gofuse.
 // removed once they are (awaitSilly).
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	ch := n.GetChild(name)
-	err := n.fsys.c.RmdirIno(n.fsys.as(ctx), n.ino(), name)
+	dir, err := n.fsys.c.RmdirInoPlus(n.fsys.as(ctx), n.ino(), name)
 	if errors.Is(err, syscall.ENOTEMPTY) && ch != nil && n.fsys.awaitSilly(ctx, ch.StableAttr().Ino) {
-		err = n.fsys.c.RmdirIno(n.fsys.as(ctx), n.ino(), name)
+		dir, err = n.fsys.c.RmdirInoPlus(n.fsys.as(ctx), n.ino(), name)
 	}
-	return n.gone("rmdir", name, ch, err)
+	return n.gone("rmdir", name, ch, dir, err)
 }
 
 // Unlink removes a name. A file open on this mount whose name goes is
@@ -261,7 +270,8 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 		return errno
 	}
 	ch := n.GetChild(name)
-	return n.gone("unlink", name, ch, n.fsys.c.UnlinkIno(n.fsys.as(ctx), parent, name))
+	dir, err := n.fsys.c.UnlinkInoPlus(n.fsys.as(ctx), parent, name)
+	return n.gone("unlink", name, ch, dir, err)
 }
 
 // sillyRename moves name aside if it is a file open on this mount, and
@@ -276,6 +286,7 @@ func (n *node) sillyRename(name string) (bool, syscall.Errno) {
 		return false, 0
 	}
 	silly := n.fsys.sillyName(of.ino)
+	n.fsys.da.forget(n.ino())
 	n.fsys.dc.changed()
 	n.fsys.dc.unsure(n.ino())
 	err := n.fsys.c.RenameIno(n.fsys.ctx, n.ino(), name, n.ino(), silly, rpc.RenameNoReplace)
@@ -300,6 +311,8 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	n.fsys.dc.changed()
 	n.fsys.dc.unsure(n.ino())
 	n.fsys.dc.unsure(np.ino())
+	n.fsys.da.forget(n.ino())
+	n.fsys.da.forget(np.ino())
 	if flags == 0 {
 		if src, dst := n.GetChild(name), np.GetChild(newName); dst != nil && src != dst {
 			if _, errno := np.sillyRename(newName); errno != 0 {
@@ -314,7 +327,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 // Symlink makes a symbolic link owned by the caller.
 func (n *node) Symlink(ctx context.Context, target, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	a, err := n.fsys.c.SymlinkIno(n.fsys.as(ctx), n.ino(), name, target, callerCred(ctx, n.fsys.c.Cred()))
-	if errno := n.made("symlink", name, a, err); errno != 0 {
+	if errno := n.made("symlink", name, a, nil, err); errno != 0 {
 		return nil, errno
 	}
 	return n.child(ctx, a, out), 0
@@ -333,7 +346,7 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	ino := target.EmbeddedInode().StableAttr().Ino
 	a, err := n.fsys.c.LinkIno(n.fsys.as(ctx), ino, n.ino(), name)
-	if errno := n.made("link", name, a, err); errno != 0 {
+	if errno := n.made("link", name, a, nil, err); errno != 0 {
 		return nil, errno
 	}
 	return n.child(ctx, a, out), 0
@@ -351,7 +364,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 	} else {
 		a, err = n.fsys.c.MknodIno(n.fsys.as(ctx), n.ino(), name, mode, dev, callerCred(ctx, n.fsys.c.Cred()))
 	}
-	if errno := n.made("mknod", name, a, err); errno != 0 {
+	if errno := n.made("mknod", name, a, nil, err); errno != 0 {
 		return nil, errno
 	}
 	return n.child(ctx, a, out), 0

@@ -292,6 +292,7 @@ func (of *openFile) close() error {
 	}
 	for _, s := range silly {
 		uerr := of.fsys.c.UnlinkIno(of.fsys.ctx, s.parent, s.name)
+		of.fsys.da.forget(s.parent)
 		if uerr == nil {
 			of.fsys.dc.removed(s.parent, s.name)
 		} else {

@@ -35,6 +35,7 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *gofu
 	parent := n.ino()
 	n.fsys.dc.changed()
 	n.fsys.dc.unsure(parent)
+	n.fsys.da.forget(parent)
 	name := fmt.Sprintf("%s%016x", tmpPrefix, rand.Uint64()) // unique across the mounts of the namespace
 	a, _, err := n.fsys.c.CreateIno(n.fsys.as(ctx), parent, name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()), true)
 	if err != nil {

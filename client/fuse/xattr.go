@@ -36,6 +36,7 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 	}
 	ino := n.ino()
 	n.fsys.dc.changed() // the layout generation is an attribute
+	n.fsys.da.forget(ino)
 	n.fsys.xa.forget(ino)
 	of := n.fsys.opened(ino)
 	if attr == rpc.LayoutXattr && of != nil {
@@ -89,5 +90,6 @@ func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	if unsupported(attr) {
 		return syscall.EOPNOTSUPP
 	}
+	n.fsys.da.forget(n.ino())
 	return n.fsys.errs.fail("removexattr", n.ino(), n.fsys.c.RemoveXattrIno(n.fsys.as(ctx), n.ino(), attr))
 }

@@ -78,6 +78,7 @@ func (s *Server) register(m *rpc.Mux) {
 	handle(s, m, rpc.MQoSDrain, s.qosDrain)
 	handle(s, m, rpc.MProjectSet, s.projectSet)
 	s.registerRepair(m)
+	s.registerPlus(m)
 }
 
 // handle registers fn for method and counts its calls and failures. On a
