@@ -8,6 +8,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
 
@@ -67,12 +68,17 @@ func (n *node) restamp(a *rpc.Attr) bool {
 }
 
 // Create creates (or, racing another creator without O_EXCL, opens) a
-// file owned by the caller, with the layout its directory inherits. The
-// file's layout is fetched at its first read or write, so a create that
-// writes nothing costs one MDS call.
+// file owned by the caller, with the layout its directory inherits, in
+// one MDS call. A create that truncates (O_TRUNC: shell redirections, cp,
+// a program writing a file whole) is opened for writing by that call too
+// (layout, capability, quota room), for the data that follows; another
+// fetches the layout at its first read or write, so a create that writes
+// nothing (touch, a lock file) costs that one call.
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *gofuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	parent := n.ino()
-	cr, err := n.fsys.c.CreateInoPlus(n.fsys.as(ctx), parent, name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()), flags&syscall.O_EXCL != 0, false)
+	tag := n.fsys.tagOf(ctx)
+	open := writable(flags) && flags&syscall.O_TRUNC != 0
+	cr, err := n.fsys.c.CreateInoPlus(client.WithTag(n.fsys.as(ctx), tag), parent, name, mode&0o7777, callerCred(ctx, n.fsys.c.Cred()), flags&syscall.O_EXCL != 0, open)
 	var a, dir *rpc.Attr
 	created := false
 	if err == nil {
@@ -82,10 +88,26 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, errno
 	}
 	of := n.fsys.acquire(a.Ino)
-	of.setTag(n.fsys.tagOf(ctx))
-	if created {
+	of.setTag(tag)
+	switch {
+	case cr.File != nil && of.adopt(cr):
+		if flags&syscall.O_TRUNC != 0 && a.Size > 0 {
+			err = of.truncate(0)
+			a.Size = 0
+		}
+		if err != nil {
+			_ = n.fsys.release(of)
+			return nil, nil, 0, n.fsys.errs.fail("create", parent, err)
+		}
+	case created:
+		if cr.File != nil {
+			_ = cr.File.Close() // returns the write grant
+		}
 		of.setCreated(a)
-	} else {
+	default:
+		if cr.File != nil {
+			_ = cr.File.Close()
+		}
 		a, err = of.open(n.fsys.as(ctx), writable(flags), true)
 		if err == nil && flags&syscall.O_TRUNC != 0 && writable(flags) && a.Size > 0 {
 			err = of.truncate(0)

@@ -62,6 +62,22 @@ func (of *openFile) setCreated(a *rpc.Attr) {
 	of.mu.Unlock()
 }
 
+// adopt makes cr.File, opened for writing by the create, the shared File
+// if none is open, with cr's quota room as the file's grant; it reports
+// whether it did.
+func (of *openFile) adopt(cr *client.Created) bool {
+	of.mu.Lock()
+	defer of.mu.Unlock()
+	if of.f != nil {
+		return false
+	}
+	of.f, of.attr, of.created = cr.File, *cr.Attr, false
+	if cr.QuotaKnown {
+		of.quota = quotaGrant{known: true, end: cr.QuotaEnd}
+	}
+	return true
+}
+
 // setTag records the QoS tag of the process opening the file; the shared
 // File is opened with the tag of the first process that opens it.
 func (of *openFile) setTag(t qos.Tag) {

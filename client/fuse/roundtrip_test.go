@@ -1,13 +1,10 @@
 package fuse
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,25 +15,7 @@ import (
 // mdsOps returns the MDS's call counters by operation.
 func mdsOps(t *testing.T, cl *testcluster.Cluster) map[string]int {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := cl.MDS().WriteMetrics(&buf); err != nil {
-		t.Fatal(err)
-	}
-	ops := map[string]int{}
-	sc := bufio.NewScanner(&buf)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), `strata_mds_ops_total{op="`)
-		if !ok {
-			continue
-		}
-		name, count, ok := strings.Cut(rest, `"} `)
-		n, err := strconv.Atoi(count)
-		if !ok || err != nil {
-			t.Fatalf("metrics line %q", sc.Text())
-		}
-		ops[name] = n
-	}
-	return ops
+	return cl.MDSOps()
 }
 
 // namespaceOps are the MDS operations a metadata workload on the mount
@@ -45,6 +24,7 @@ var namespaceOps = []string{
 	"lookup", "walk", "getattr", "setattr", "create", "mkdir", "unlink", "rmdir", "rename",
 	"create.plus", "mkdir.plus", "unlink.plus", "rmdir.plus",
 	"readdir", "getxattr", "layoutget", "layoutcommit", "layoutreturn", "lockget", "lockset", "lockrelease",
+	"quota.room",
 }
 
 // TestMetadataRoundTrips: the MDS calls the kernel's requests for a
@@ -117,35 +97,58 @@ func TestMetadataRoundTrips(t *testing.T) {
 	}
 }
 
-// TestSmallFileRoundTrips: reading a small file back through the mount
-// (open, read, close) costs the MDS a layout and the attributes the
-// kernel asks for at open, and nothing at the close: the MDS keeps no
-// state for a read layout, so a reader returns none.
+// TestSmallFileRoundTrips: writing a small file through the mount
+// (create, write, close) costs the MDS three calls: the create, which
+// opens the file for writing too (layout, capability, quota room), the
+// commit at close, and the return of the layout at release; the
+// directory's attributes come with the create. Reading it back (open,
+// read, close) costs a layout, with the attributes the kernel asks for at
+// open, and nothing at the close: the MDS keeps no state for a read
+// layout, so a reader returns none.
 func TestSmallFileRoundTrips(t *testing.T) {
 	requireFUSE(t)
 	cl := testcluster.Start(t, 4)
 	opts := DefaultOptions()
 	opts.AttrTimeout, opts.EntryTimeout = time.Hour, time.Hour
 	s := mountCluster(t, cl, opts)
+	dir := filepath.Join(s.Dir(), "small")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	listed(t, s, dir)
 	const n = 10
 	data := []byte("four kilobytes would do as well")
+	before := mdsOps(t, cl)
 	for i := 0; i < n; i++ {
-		if err := os.WriteFile(filepath.Join(s.Dir(), fmt.Sprint("f", i)), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint("f", i)), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The kernel sends RELEASE after close(2) returns: wait for the
 	// writers' layouts to be back.
 	deadline := time.Now().Add(time.Minute)
-	for mdsOps(t, cl)["layoutreturn"] < n {
+	for mdsOps(t, cl)["layoutreturn"]-before["layoutreturn"] < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("writers returned %d layouts after a minute, want %d", mdsOps(t, cl)["layoutreturn"], n)
+			t.Fatalf("writers returned %d layouts after a minute, want %d", mdsOps(t, cl)["layoutreturn"]-before["layoutreturn"], n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	before := mdsOps(t, cl)
+	after := mdsOps(t, cl)
+	calls := map[string]int{}
+	total := 0
+	for _, op := range namespaceOps {
+		if d := after[op] - before[op]; d != 0 {
+			calls[op] = d
+			total += d
+		}
+	}
+	t.Logf("write x%d: MDS calls %v", n, calls)
+	if calls["create"]+calls["create.plus"] != n || calls["layoutcommit"] != n || total != 3*n {
+		t.Errorf("write x%d: MDS calls %v, want %d each of create, layoutcommit and layoutreturn and nothing else", n, calls, n)
+	}
+	before = mdsOps(t, cl)
 	for i := 0; i < n; i++ {
-		got, err := os.ReadFile(filepath.Join(s.Dir(), fmt.Sprint("f", i)))
+		got, err := os.ReadFile(filepath.Join(dir, fmt.Sprint("f", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,8 +156,8 @@ func TestSmallFileRoundTrips(t *testing.T) {
 			t.Fatalf("f%d reads %q, want %q", i, got, data)
 		}
 	}
-	after := mdsOps(t, cl)
-	calls := map[string]int{}
+	after = mdsOps(t, cl)
+	calls = map[string]int{}
 	for _, op := range namespaceOps {
 		if d := after[op] - before[op]; d != 0 {
 			calls[op] = d

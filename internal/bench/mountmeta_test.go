@@ -34,7 +34,8 @@ var metaOps = []string{"mkdir", "create", "stat", "unlink", "rmdir"}
 // directories; then four processes create, write 4 KiB into and close
 // 2,500 small files each and, after the caches expire, open, read back
 // (checked) and close every one. Rates are operations (files) per second
-// over all processes, from the moment the processes are told to start.
+// over all processes, from the moment the processes are told to start;
+// beside them, the MDS calls per operation (file) the Strata mount made.
 func BenchmarkMountMeta(b *testing.B) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		b.Skipf("SKIPPING MOUNT METADATA BENCHMARK: /dev/fuse is missing (%v)", err)
@@ -56,6 +57,7 @@ func BenchmarkMountMeta(b *testing.B) {
 
 		type figures map[string]float64 // "create/1" -> ops/s
 		var s, l figures = figures{}, figures{}
+		calls := figures{} // "create/1" -> Strata MDS calls per entry
 		for _, m := range []struct {
 			dir string
 			f   figures
@@ -70,11 +72,15 @@ func BenchmarkMountMeta(b *testing.B) {
 					if op == "stat" {
 						time.Sleep(wait)
 					}
+					before := cl.MDSOps()
 					rate, err := runMetaPhase(op, dirs, files)
 					if err != nil {
 						b.Fatalf("%s: %s with %d processes: %v", m.dir, op, procs, err)
 					}
 					m.f[op+"/"+strconv.Itoa(procs)] = rate
+					if m.dir == strata.Dir() {
+						calls[op+"/"+strconv.Itoa(procs)] = mountCalls(before, cl.MDSOps(), procs*files)
+					}
 				}
 				if err := os.RemoveAll(root); err != nil {
 					b.Fatal(err)
@@ -85,17 +91,25 @@ func BenchmarkMountMeta(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			before := cl.MDSOps()
 			start := time.Now()
 			if _, err := runMetaPhase("write", dirs, small); err != nil {
 				b.Fatalf("%s: small files: %v", m.dir, err)
 			}
 			el := time.Since(start)
+			if m.dir == strata.Dir() {
+				calls["write"] = mountCalls(before, cl.MDSOps(), 4*small)
+			}
 			time.Sleep(wait)
+			before = cl.MDSOps()
 			start = time.Now()
 			if _, err := runMetaPhase("reread", dirs, small); err != nil {
 				b.Fatalf("%s: small files: %v", m.dir, err)
 			}
 			el += time.Since(start)
+			if m.dir == strata.Dir() {
+				calls["reread"] = mountCalls(before, cl.MDSOps(), 4*small)
+			}
 			m.f["small"] = float64(4*small) / el.Seconds()
 			if err := os.RemoveAll(root); err != nil {
 				b.Fatal(err)
@@ -104,7 +118,7 @@ func BenchmarkMountMeta(b *testing.B) {
 
 		fmt.Printf("\nMetadata through the mount vs a go-fuse loopback mount (no passthrough), 1s caches,\n")
 		fmt.Printf("%d entries per process, each process in its own directory:\n", files)
-		fmt.Printf("  operation   procs     strata/s   loopback/s   ratio   strata 4p/1p\n")
+		fmt.Printf("  operation   procs     strata/s   loopback/s   ratio   MDS calls/op   strata 4p/1p\n")
 		for _, op := range metaOps {
 			for _, p := range []string{"1", "4"} {
 				k := op + "/" + p
@@ -112,16 +126,32 @@ func BenchmarkMountMeta(b *testing.B) {
 				if p == "4" {
 					scale = fmt.Sprintf("%6.2f", s[k]/s[op+"/1"])
 				}
-				fmt.Printf("  %-10s  %5s   %10.0f   %10.0f   %5.2f   %s\n", op, p, s[k], l[k], s[k]/l[k], scale)
+				fmt.Printf("  %-10s  %5s   %10.0f   %10.0f   %5.2f   %12.2f   %s\n", op, p, s[k], l[k], s[k]/l[k], calls[k], scale)
 				b.ReportMetric(s[k], op+p+"/s")
 				b.ReportMetric(s[k]/l[k], op+p+"_ratio")
 			}
 		}
 		fmt.Printf("  small files (4 procs x %d: create, write 4 KiB, close; reopen, read, close)\n", small)
 		fmt.Printf("              files/s  %10.0f   %10.0f   %5.2f (goal >= 0.5)\n", s["small"], l["small"], s["small"]/l["small"])
+		fmt.Printf("              MDS calls per file: %.2f to write, %.2f to read back\n", calls["write"], calls["reread"])
 		b.ReportMetric(s["small"], "small_files/s")
 		b.ReportMetric(s["small"]/l["small"], "small_ratio")
 	}
+}
+
+// mountCalls is the MDS calls per entry a phase over n entries made, from
+// the MDS's counters before and after it; the cluster's own calls
+// (heartbeats, session renewals) are left out.
+func mountCalls(before, after map[string]int, n int) float64 {
+	total := 0
+	for op, c := range after {
+		switch op {
+		case "heartbeat", "session.renew", "auth.session", "cluster", "statfs":
+			continue
+		}
+		total += c - before[op]
+	}
+	return float64(total) / float64(n)
 }
 
 // procDirs makes one directory per process under root.
