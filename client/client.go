@@ -84,9 +84,11 @@ type Client struct {
 	sess   *session
 	mdsSet *mdsSet
 
-	creates *rpc.Coalescer[rpc.CreateReq, rpc.CreateManyItem] // createmany.go
-	noMany  atomic.Bool                                       // the MDS does not know MCreateMany
-	noPlus  atomic.Bool                                       // the MDS does not serve the plus calls (plus.go)
+	creates  *rpc.Coalescer[rpc.CreateReq, rpc.CreateManyItem] // createmany.go
+	noMany   atomic.Bool                                       // the MDS does not know MCreateMany
+	getattrs *rpc.Coalescer[uint64, rpc.AttrItem]              // getattrmany.go
+	noAttrs  atomic.Bool                                       // the MDS does not know MGetattrMany
+	noPlus   atomic.Bool                                       // the MDS does not serve the plus calls (plus.go)
 }
 
 // New returns a Client. It does not contact the MDS; the first call does.
@@ -125,6 +127,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.rpc = rpc.NewClient(rc)
 	c.creates = rpc.NewCoalescer(rpc.MaxCreateMany, createsInflight, c.createBatch)
+	c.getattrs = rpc.NewCoalescer(rpc.MaxGetattrMany, getattrsInflight, c.getattrBatch)
 	return c, nil
 }
 
@@ -156,6 +159,7 @@ func (c *Client) openSession(ctx context.Context, mungeHeader string) ([]byte, t
 func (c *Client) Close() error {
 	c.sess.close()
 	c.creates.Close()
+	c.getattrs.Close()
 	c.rpc.Close()
 	return nil
 }

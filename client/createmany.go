@@ -58,8 +58,7 @@ func (c *Client) createBatch(ctx context.Context, items []rpc.CreateReq) ([]rpc.
 		if err == nil {
 			return r.Items, nil
 		}
-		var re *rpc.Error
-		if !errors.As(err, &re) || re.Errno != uint32(syscall.ENOSYS) {
+		if !unknownCall(err) {
 			return nil, err
 		}
 		c.noMany.Store(true)
@@ -70,4 +69,11 @@ func (c *Client) createBatch(ctx context.Context, items []rpc.CreateReq) ([]rpc.
 		out[i] = rpc.CreateManyResult(r, err)
 	}
 	return out, nil
+}
+
+// unknownCall reports whether err is an MDS's answer to a call it does
+// not know (an older version): ENOSYS.
+func unknownCall(err error) bool {
+	var re *rpc.Error
+	return errors.As(err, &re) && re.Errno == uint32(syscall.ENOSYS)
 }

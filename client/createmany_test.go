@@ -82,6 +82,33 @@ func TestConcurrentCreates(t *testing.T) {
 	if won != 1 || lost != 1 {
 		t.Fatalf("two exclusive creates of one name: %d succeeded, %d failed with EEXIST; want 1 and 1", won, lost)
 	}
+	// Concurrent stats of every file (coalesced getattrs) each answer
+	// their own file.
+	statErrs := make(chan error, workers*each)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				name := fmt.Sprintf("/many/f%d-%d", w, i)
+				a, err := c.Stat(ctx, name)
+				if err == nil {
+					var b *rpc.Attr
+					if b, err = c.Getattr(ctx, a.Ino); err == nil && (b.Ino != a.Ino || b.Size != uint64(len(name))) {
+						err = fmt.Errorf("getattr of %s (inode %d): inode %d, size %d; want size %d", name, a.Ino, b.Ino, b.Size, len(name))
+					}
+				}
+				if err != nil {
+					statErrs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(statErrs)
+	for err := range statErrs {
+		t.Fatal(err)
+	}
 	ents, err := c.ReadDir(ctx, "/many")
 	if err != nil {
 		t.Fatal(err)
@@ -100,8 +127,9 @@ func TestConcurrentCreates(t *testing.T) {
 }
 
 // TestCreatesOlderMDS: against an MDS that does not know mds.createmany
-// (an older version, answering ENOSYS), creates still work, one
-// mds.create each, and answer their own errors.
+// nor mds.getattrmany (an older version, answering ENOSYS), creates and
+// getattrs still work, one mds.create or mds.getattr each, and answer
+// their own errors.
 func TestCreatesOlderMDS(t *testing.T) {
 	var mu sync.Mutex
 	names := map[string]bool{}
@@ -114,6 +142,12 @@ func TestCreatesOlderMDS(t *testing.T) {
 		}
 		names[r.Name] = true
 		return &rpc.CreateResp{Attr: rpc.Attr{Ino: uint64(len(names) + 1), Mode: rpc.TypeFile | r.Mode}, Created: true}, nil
+	})
+	rpc.Handle(mux, rpc.MGetattr, func(_ context.Context, r *rpc.InoReq) (*rpc.AttrResp, error) {
+		if r.Ino > 100 {
+			return nil, rpc.Errorf(syscall.ENOENT, "no such inode")
+		}
+		return &rpc.AttrResp{Attr: rpc.Attr{Ino: r.Ino, Mode: rpc.TypeFile | 0o600}}, nil
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -162,5 +196,27 @@ func TestCreatesOlderMDS(t *testing.T) {
 	}
 	if exist != 8 || len(names) != 8 {
 		t.Fatalf("16 creates of 8 names: %d EEXIST, %d names created; want 8 and 8", exist, len(names))
+	}
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ino := uint64(95 + i) // 101 and above do not exist
+			a, err := c.Getattr(ctx, ino)
+			switch {
+			case ino > 100 && !errors.Is(err, syscall.ENOENT):
+				errs[i] = fmt.Errorf("getattr %d: %v, want ENOENT", ino, err)
+			case ino <= 100 && (err != nil || a.Ino != ino):
+				errs[i] = fmt.Errorf("getattr %d: %+v, %v", ino, a, err)
+			default:
+				errs[i] = nil
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -42,11 +42,11 @@ func (c *Client) Lookup(ctx context.Context, parent uint64, name string) (*rpc.A
 // Getattr returns the attributes of inode ino as the MDS has them (the
 // size is the committed size: writes of open files count once synced).
 func (c *Client) Getattr(ctx context.Context, ino uint64) (*rpc.Attr, error) {
-	var r rpc.AttrResp
-	if err := c.mds(ctx, rpc.MGetattr, &rpc.InoReq{Ino: ino}, &r); err != nil {
+	a, err := c.getattr(ctx, ino)
+	if err != nil {
 		return nil, inoErr("getattr", ino, "", err)
 	}
-	return &r.Attr, nil
+	return a, nil
 }
 
 // Setattr changes the attributes of inode ino whose bit is set in

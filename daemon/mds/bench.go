@@ -30,7 +30,8 @@ type MetaBench struct {
 	Duration          time.Duration // measured time of every kind of operation
 	CreatesPerSec     float64       // creates as the client library sends them: coalesced into MCreateMany calls
 	SingleCreates     float64       // creates with one MCreate call each
-	StatsPerSec       float64       // MGetattr over RPC
+	StatsPerSec       float64       // getattrs as the client library sends them: coalesced into MGetattrMany calls
+	SingleStats       float64       // getattrs with one MGetattr call each
 	RaftAppliesPerSec float64       // raw raft.Apply of no-op commands, same log store and tuning, trivial FSM
 	FasthttpPerSec    float64       // a bare fasthttp server answering a tiny POST
 	Leftover          int           // goroutines running before the run started (left by earlier work in the process)
@@ -45,10 +46,13 @@ func (b MetaBench) SingleCreateRatio() float64 { return b.SingleCreates / b.Raft
 // StatRatio is stats/s over fasthttp tiny requests/s (target ≥ 0.8).
 func (b MetaBench) StatRatio() float64 { return b.StatsPerSec / b.FasthttpPerSec }
 
+// SingleStatRatio is single-call stats/s over fasthttp tiny requests/s.
+func (b MetaBench) SingleStatRatio() float64 { return b.SingleStats / b.FasthttpPerSec }
+
 // String formats the run for `make bench`.
 func (b MetaBench) String() string {
-	return fmt.Sprintf("mds, %d clients, %v per operation: creates %.0f/s (one call each %.0f/s; raw raft %.0f/s, ratio %.2f), stats %.0f/s (fasthttp tiny %.0f/s, ratio %.2f)",
-		b.Clients, b.Duration, b.CreatesPerSec, b.SingleCreates, b.RaftAppliesPerSec, b.CreateRatio(), b.StatsPerSec, b.FasthttpPerSec, b.StatRatio())
+	return fmt.Sprintf("mds, %d clients, %v per operation: creates %.0f/s (one call each %.0f/s; raw raft %.0f/s, ratio %.2f), stats %.0f/s (one call each %.0f/s; fasthttp tiny %.0f/s, ratio %.2f)",
+		b.Clients, b.Duration, b.CreatesPerSec, b.SingleCreates, b.RaftAppliesPerSec, b.CreateRatio(), b.StatsPerSec, b.SingleStats, b.FasthttpPerSec, b.StatRatio())
 }
 
 // metaRounds is how many slices each operation's time is cut into: the
@@ -60,7 +64,7 @@ const metaRounds = 4
 
 // BenchMetadata measures, with clients concurrent clients, for d each:
 // raw raft applies on raft-wal under dir, bare fasthttp tiny requests,
-// MDS creates (coalesced, and one call each) and MDS stats, in
+// MDS creates and stats (each coalesced, and one call each), in
 // interleaved slices of d/metaRounds. dir must be on the disk whose fsync
 // is to be measured; it is left with the phases' data.
 func BenchMetadata(ctx context.Context, dir string, clients int, d time.Duration) (MetaBench, error) {
@@ -95,7 +99,8 @@ func BenchMetadata(ctx context.Context, dir string, clients int, d time.Duration
 		{name: "create", op: bm.createCoalesced, rate: &res.CreatesPerSec},
 		{name: "single create", op: bm.create, rate: &res.SingleCreates},
 		{name: "fasthttp", op: hs.call, rate: &res.FasthttpPerSec},
-		{name: "stat", op: bm.stat, rate: &res.StatsPerSec},
+		{name: "stat", op: bm.statCoalesced, rate: &res.StatsPerSec},
+		{name: "single stat", op: bm.stat, rate: &res.SingleStats},
 	}
 	for r := 0; r < metaRounds; r++ {
 		for i := range phases {
@@ -295,6 +300,7 @@ type benchMDS struct {
 	s    *Server
 	c    *rpc.Client
 	co   *rpc.Coalescer[rpc.CreateReq, rpc.CreateManyItem]
+	ga   *rpc.Coalescer[uint64, rpc.AttrItem]
 	dirs []uint64
 	inos [][]uint64 // per worker: files it created, for stat
 	pass int        // create phases run so far: names differ per phase
@@ -335,6 +341,11 @@ func startBenchMDS(ctx context.Context, dir string, clients int, auth bool) (*be
 	b.co = rpc.NewCoalescer(rpc.MaxCreateMany, 4, func(ctx context.Context, items []rpc.CreateReq) ([]rpc.CreateManyItem, error) {
 		var r rpc.CreateManyResp
 		err := b.c.Call(ctx, s.Addr(), rpc.MCreateMany, &rpc.CreateManyReq{Items: items}, &r)
+		return r.Items, err
+	})
+	b.ga = rpc.NewCoalescer(rpc.MaxGetattrMany, 4, func(ctx context.Context, inos []uint64) ([]rpc.AttrItem, error) {
+		var r rpc.GetattrManyResp
+		err := b.c.Call(ctx, s.Addr(), rpc.MGetattrMany, &rpc.GetattrManyReq{Inos: inos}, &r)
 		return r.Items, err
 	})
 	fail := func(err error) (*benchMDS, error) { return nil, errors.Join(err, b.close()) }
@@ -404,9 +415,25 @@ func (b *benchMDS) stat(ctx context.Context, w int, seq int64) error {
 	return b.c.Call(ctx, b.s.Addr(), rpc.MGetattr, &rpc.InoReq{Ino: ino}, &r)
 }
 
+// statCoalesced is stat with its call coalesced with those of the other
+// workers (rpc.Coalescer, MGetattrMany).
+func (b *benchMDS) statCoalesced(ctx context.Context, w int, seq int64) error {
+	ino := b.dirs[w]
+	if n := len(b.inos[w]); n > 0 {
+		ino = b.inos[w][seq%int64(n)]
+	}
+	it, err := b.ga.Do(ctx, "", ino)
+	if err != nil {
+		return err
+	}
+	_, err = it.Result()
+	return err
+}
+
 func (b *benchMDS) close() error {
 	b.once.Do(func() {
 		b.co.Close()
+		b.ga.Close()
 		b.c.Close()
 		b.err = b.s.Close()
 	})

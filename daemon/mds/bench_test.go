@@ -70,7 +70,7 @@ func TestBenchMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.CreatesPerSec <= 0 || r.StatsPerSec <= 0 || r.RaftAppliesPerSec <= 0 || r.FasthttpPerSec <= 0 {
+	if r.CreatesPerSec <= 0 || r.SingleCreates <= 0 || r.StatsPerSec <= 0 || r.SingleStats <= 0 || r.RaftAppliesPerSec <= 0 || r.FasthttpPerSec <= 0 {
 		t.Fatalf("bench: %s", r)
 	}
 	t.Log(r)

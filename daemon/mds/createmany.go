@@ -55,14 +55,13 @@ func (s *Server) createMany(ctx context.Context, r *rpc.CreateManyReq) (*rpc.Cre
 		}
 		out.Items[i] = rpc.CreateManyResult(&rpc.CreateResp{Attr: res[j].attr, Created: res[j].created}, errs[j])
 	}
-	if c := s.met.named("create"); c != nil {
-		c.total.Add(uint64(len(out.Items)))
-		for _, it := range out.Items {
-			if it.Errno != 0 {
-				c.errors.Add(1)
-			}
+	failed := 0
+	for _, it := range out.Items {
+		if it.Errno != 0 {
+			failed++
 		}
 	}
+	s.countItems("create", len(out.Items), failed)
 	return out, nil
 }
 

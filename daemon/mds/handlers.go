@@ -37,6 +37,7 @@ func (s *Server) register(m *rpc.Mux) {
 	handle(s, m, rpc.MLookup, s.lookup)
 	handle(s, m, rpc.MWalk, s.walk)
 	handle(s, m, rpc.MGetattr, s.getattr)
+	handle(s, m, rpc.MGetattrMany, s.getattrMany)
 	handle(s, m, rpc.MSetattr, s.setattr)
 	handle(s, m, rpc.MCreate, s.create)
 	handle(s, m, rpc.MCreateMany, s.createMany)
