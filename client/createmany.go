@@ -24,6 +24,9 @@ func (c *Client) create(ctx context.Context, req *rpc.CreateReq) (*rpc.CreateRes
 		return c.createOne(ctx, req)
 	}
 	it, err := c.creates.Do(ctx, c.identityKey(ctx), *req)
+	if errors.Is(err, rpc.ErrCoalescerClosed) {
+		return c.createOne(ctx, req) // a call after Close, sent as before
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
@@ -20,6 +21,9 @@ func (c *Client) getattr(ctx context.Context, ino uint64) (*rpc.Attr, error) {
 		return c.getattrOne(ctx, ino)
 	}
 	it, err := c.getattrs.Do(ctx, c.identityKey(ctx), ino)
+	if errors.Is(err, rpc.ErrCoalescerClosed) {
+		return c.getattrOne(ctx, ino) // a call after Close, sent as before
+	}
 	if err != nil {
 		return nil, err
 	}
