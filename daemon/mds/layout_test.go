@@ -195,14 +195,23 @@ func TestPlacement(t *testing.T) {
 	}
 	// Eight servers on six nodes (a2 shares nodeA, b2 nodeB): every file's
 	// columns are on distinct servers and distinct nodes; all are used.
-	m.beat("a2", "nodeA", "10.0.0.1:2")
-	m.beat("b2", "nodeB", "10.0.0.2:2")
-	for _, n := range []string{"c", "d", "e", "f"} {
-		m.beat(n+"1", "node"+strings.ToUpper(n), "10.0.0.9:"+n)
+	// They beat again before every create: on a loaded machine the 60
+	// creates may take longer than the heartbeat timeout, and a server
+	// that missed it is down (TestPlacement failed so, "no data servers
+	// are up", under load).
+	beatAll := func() {
+		m.beat("a1", "nodeA", "10.0.0.1:1")
+		m.beat("b1", "nodeB", "10.0.0.2:1")
+		m.beat("a2", "nodeA", "10.0.0.1:2")
+		m.beat("b2", "nodeB", "10.0.0.2:2")
+		for _, n := range []string{"c", "d", "e", "f"} {
+			m.beat(n+"1", "node"+strings.ToUpper(n), "10.0.0.9:"+n)
+		}
 	}
 	node := map[string]string{"a1": "A", "a2": "A", "b1": "B", "b2": "B", "c1": "C", "d1": "D", "e1": "E", "f1": "F"}
 	used := map[string]int{}
 	for i := 0; i < 60; i++ {
+		beatAll()
 		ino := m.createF(rpc.RootIno, fmt.Sprintf("f%d", i), "width=4")
 		l := m.layoutOf(ino, false).Layout
 		nodes := map[string]bool{}
@@ -217,7 +226,8 @@ func TestPlacement(t *testing.T) {
 	if len(used) != 8 {
 		t.Errorf("placement used %d of 8 data servers: %v", len(used), used)
 	}
-	if _, err := call[rpc.CreateResp](m, rpc.MCreate, &rpc.CreateReq{Parent: rpc.RootIno, Name: "w7", Layout: "width=7"}); errnoOf(err) != syscall.ENOSPC {
+	beatAll()
+	if _, err := call[rpc.CreateResp](m, rpc.MCreate, &rpc.CreateReq{Parent: rpc.RootIno, Name: "w7", Layout: "width=7"}); errnoOf(err) != syscall.ENOSPC || !strings.Contains(err.Error(), "only 6 are up") {
 		t.Errorf("width 7 over 6 nodes: %v, want ENOSPC", err)
 	}
 }
