@@ -53,6 +53,13 @@ func raftConfig(o raftOptions) *raft.Config {
 	c.SnapshotThreshold = o.SnapshotThreshold
 	c.TrailingLogs = max(o.SnapshotThreshold, 64)
 	c.NoLegacyTelemetry = true
+	// A leader removed from the voters steps down to a follower that no
+	// longer campaigns; it does not shut raft down by itself. Shutdown is
+	// close's alone: a second Shutdown returns without waiting for raft's
+	// goroutines, and close would then close the log under a run loop
+	// still saving a term ("failed to save current term: closed" panicked
+	// a test binary).
+	c.ShutdownOnRemove = false
 	c.Logger = o.Log
 	return c
 }
