@@ -175,6 +175,7 @@ func (c *compound) run(r *xdr.Reader, w *xdr.Writer) bool {
 			return true
 		}
 		if status != nfs4OK {
+			c.s.log.Debug("nfs_op_failed", "op", op, "status", status, "inode", c.cur)
 			break
 		}
 	}

@@ -132,11 +132,17 @@ func (c *compound) layoutState(ino uint64, sid stateid) (*stateRec, uint32) {
 	return lr, nfs4OK
 }
 
-// curLayout resolves sid to a layout state of the current file. With
-// missedRecall an older seqid is taken if it is the last one the client
-// was told: the server moved the seqid on with a recall the client may
-// not have heard (fenced); any older one is NFS4ERR_OLD_STATEID.
-func (c *compound) curLayout(sid stateid, missedRecall bool) (*stateRec, uint32) {
+// curLayout resolves sid to a layout state of the current file. An
+// older seqid is taken (LAYOUTCOMMIT, LAYOUTERROR): the Linux client
+// copies the layout stateid when it prepares a LAYOUTCOMMIT and, told
+// NFS4ERR_OLD_STATEID, resends it unchanged at once, so while its other
+// LAYOUTGETs move the seqid on it never gets through (a 256 MiB striped
+// write looped on LAYOUTCOMMIT at ~800 calls/s and never finished); knfsd
+// refuses only a seqid from the future too. For LAYOUTRETURN (ret) an
+// older seqid is NFS4ERR_OLD_STATEID (pynfs FFLOOS) unless it is the last
+// one the client was told: the server moved the seqid on with a recall
+// the client may not have heard (fenced).
+func (c *compound) curLayout(sid stateid, ret bool) (*stateRec, uint32) {
 	if st := c.needFH(); st != nfs4OK {
 		return nil, st
 	}
@@ -144,14 +150,14 @@ func (c *compound) curLayout(sid stateid, missedRecall bool) (*stateRec, uint32)
 	if st != nfs4OK {
 		return nil, st
 	}
-	lr, st := c.s.st.lookup(sid, missedRecall, kindLayout)
+	lr, st := c.s.st.lookup(sid, true, kindLayout)
 	if st != nfs4OK {
 		return nil, st
 	}
 	if lr.ino != c.cur {
 		return nil, nfs4errBadStateid
 	}
-	if missedRecall && sid.seqid != 0 {
+	if ret && sid.seqid != 0 {
 		c.s.st.mu.Lock()
 		old := sid.seqid < lr.seqid && sid.seqid != lr.told
 		c.s.st.mu.Unlock()
@@ -478,6 +484,7 @@ func (c *compound) layoutreturn(r *xdr.Reader, w *xdr.Writer) uint32 {
 	if off == 0 && length == lengthAll {
 		c.s.st.mu.Lock()
 		c.s.st.dropStateRec(lr)
+		c.s.st.remember(lr)
 		c.s.st.mu.Unlock()
 		c.s.releaseState(lr)
 		w.Bool(false)
@@ -514,8 +521,16 @@ func (c *compound) layoutcommit(r *xdr.Reader, w *xdr.Writer) uint32 {
 	if r.Err() != nil {
 		return nfs4errBadxdr
 	}
-	lr, st := c.curLayout(sid, false)
-	if st != nfs4OK {
+	var gen uint64
+	if lr, st := c.curLayout(sid, false); st == nfs4OK {
+		gen = lr.gen
+	} else if rl, ok := c.s.st.returnedLayout(c.sess.cl, sid, c.cur); ok {
+		// The Linux client may send LAYOUTCOMMIT and LAYOUTRETURN of
+		// the layout at once, and the return be done first (after a
+		// data server failed): the bytes written under the layout must
+		// still get their size, or the client's fsync fails with EIO.
+		gen = rl.gen
+	} else {
 		return st
 	}
 	end := uint64(0)
@@ -528,7 +543,7 @@ func (c *compound) layoutcommit(r *xdr.Reader, w *xdr.Writer) uint32 {
 			return statusOf(err)
 		}
 	}
-	a, err := c.s.cl.LayoutCommitIno(c.ctx, c.cur, lr.gen, end, mtime)
+	a, err := c.s.cl.LayoutCommitIno(c.ctx, c.cur, gen, end, mtime)
 	if err != nil {
 		return statusOf(err)
 	}
@@ -573,8 +588,8 @@ func (c *compound) layoutstats(r *xdr.Reader, w *xdr.Writer) uint32 {
 	if st != nfs4OK {
 		return st
 	}
-	if _, st := c.s.st.lookupState(sid, kindLayout, kindOpen); st != nfs4OK {
-		return st
+	if _, st := c.s.st.lookup(sid, true, kindLayout, kindOpen); st != nfs4OK {
+		return st // an older seqid is taken, as by LAYOUTCOMMIT (curLayout)
 	}
 	return nfs4OK
 }

@@ -17,7 +17,12 @@ const nfs4errOldStateid = 10024
 // the last one the client was given is NFS4ERR_OLD_STATEID (pynfs FFLOOS;
 // RFC 8881 section 12.5.3), also after a recall the client never heard
 // moved the seqid on; the last one given is taken then, so that a fenced
-// client can return its layout.
+// client can return its layout. LAYOUTCOMMIT takes an older seqid (the
+// Linux client resends a LAYOUTCOMMIT refused NFS4ERR_OLD_STATEID with
+// the same stateid, so while its LAYOUTGETs went on it looped on it and
+// its 256 MiB write never finished), and the stateid of a layout the
+// client returned (its fsync failed with EIO when a LAYOUTRETURN sent at
+// the same time was done first).
 func TestLayoutReturnSeqid(t *testing.T) {
 	rig := nfstest.StartPNFSFront(t, 1, func(c *nfs.Config) { c.RecallTimeout = time.Second },
 		testcluster.WithDefaultLayout("width=1,unit=1M,scheme=none"))
@@ -38,6 +43,39 @@ func TestLayoutReturnSeqid(t *testing.T) {
 			t.Fatalf("LAYOUTGET %d gave seqid %d, want %d", i+1, got, i+1)
 		}
 	}
+	// LAYOUTCOMMIT publishes the size with the stateid of the first
+	// LAYOUTGET: the Linux client's LAYOUTCOMMIT may be older than its
+	// last LAYOUTGET.
+	commit := func(sid []byte, end uint64) {
+		t.Helper()
+		st, res, r := w.compound(1, w.seqOp(), op{opPutfh, func(x *xdr.Writer) { x.Opaque(fh) }},
+			op{opLayoutcommit, func(x *xdr.Writer) {
+				x.Uint64(0)
+				x.Uint64(end)
+				x.Bool(false)
+				x.Fixed(sid)
+				x.Bool(true)
+				x.Uint64(end - 1) // the last byte written
+				x.Bool(false)
+				x.Uint32(4)
+				x.Opaque(nil)
+			}})
+		if st != nfsOK {
+			t.Fatalf("LAYOUTCOMMIT with seqid %d: status %d %v, want NFS4_OK", binary.BigEndian.Uint32(sid), st, res)
+		}
+		skipSequence(r)
+		r.Uint32() // PUTFH: number and status
+		r.Uint32()
+		r.Uint32() // LAYOUTCOMMIT: number and status
+		r.Uint32()
+		if r.Bool(); r.Uint64() != end || r.Err() != nil {
+			t.Fatalf("LAYOUTCOMMIT did not publish size %d: %v", end, r.Err())
+		}
+		if a, err := c.Stat(testcluster.Context(t, time.Minute), "/seq"); err != nil || a.Size != end {
+			t.Fatalf("after LAYOUTCOMMIT: %+v, %v; want size %d", a, err, end)
+		}
+	}
+	commit(s1, 1<<20)
 	ret := func(sid []byte) uint32 {
 		st, _, _ := w.compound(1, w.seqOp(), op{opPutfh, func(x *xdr.Writer) { x.Opaque(fh) }},
 			op{opLayoutreturn, func(x *xdr.Writer) {
@@ -78,4 +116,7 @@ func TestLayoutReturnSeqid(t *testing.T) {
 	if st := ret(s3); st == nfsOK {
 		t.Fatal("a returned layout's stateid was taken again")
 	}
+	// The Linux client's LAYOUTCOMMIT may be done after the LAYOUTRETURN
+	// it sent at the same time: the size is still published.
+	commit(s3, 2<<20)
 }

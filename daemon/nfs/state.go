@@ -42,7 +42,20 @@ type clientRec struct {
 	reclaimed bool
 	sessions  map[[16]byte]*session
 	states    map[[12]byte]*stateRec
+	// returned holds the layout stateids the client returned whole (at
+	// most maxReturned): its LAYOUTCOMMIT may come after the return
+	// (layout.go, layoutcommit).
+	returned map[[12]byte]returnedLayout
 }
+
+// returnedLayout is a layout stateid a client returned: the file and the
+// layout generation it was granted.
+type returnedLayout struct {
+	ino, gen uint64
+}
+
+// maxReturned bounds clientRec.returned.
+const maxReturned = 64
 
 // session is one NFSv4.1 session: its slot table and backchannel.
 type session struct {
@@ -167,6 +180,28 @@ func (st *state) dropStateRec(sr *stateRec) {
 			delete(st.lockOwner, k)
 		}
 	}
+}
+
+// remember records that layout lr was returned whole; the caller holds
+// st.mu.
+func (st *state) remember(lr *stateRec) {
+	cl := lr.cl
+	if cl.returned == nil || len(cl.returned) >= maxReturned {
+		cl.returned = map[[12]byte]returnedLayout{}
+	}
+	cl.returned[lr.other] = returnedLayout{ino: lr.ino, gen: lr.gen}
+}
+
+// returnedLayout finds sid among the layouts cl returned whole, if it is
+// one of file ino's.
+func (st *state) returnedLayout(cl *clientRec, sid stateid, ino uint64) (returnedLayout, bool) {
+	if cl == nil {
+		return returnedLayout{}, false
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	rl, ok := cl.returned[sid.other]
+	return rl, ok && rl.ino == ino
 }
 
 // renew extends a client's lease.
