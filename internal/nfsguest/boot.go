@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -39,6 +40,10 @@ type Options struct {
 	// advertises.
 	HostLoopback bool
 	Timeout      time.Duration
+	// Console, if set, gets a copy of the guest's console as it is
+	// printed (Run returns the whole console once the guest ends), to
+	// watch a long run.
+	Console io.Writer
 }
 
 // Guest is a prepared guest: a kernel and an initramfs holding a test
@@ -153,8 +158,12 @@ func (g *Guest) Run(ctx context.Context, o Options) (*Result, error) {
 		"-kernel", g.vmlinux, "-initrd", g.initrd, "-append", appendLine,
 		"-netdev", net, "-device", "virtio-net-pci,netdev=n0,romfile=")
 	var out syncBuffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+	var w io.Writer = &out
+	if o.Console != nil {
+		w = io.MultiWriter(&out, o.Console)
+	}
+	cmd.Stdout = w
+	cmd.Stderr = w
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	res := &Result{Console: out.String()}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -80,7 +81,11 @@ func same(p string, want []byte) error {
 		return err
 	}
 	if !bytes.Equal(got, want) {
-		return fmt.Errorf("%s: %d bytes differ from the %d expected", p, len(got), len(want))
+		i := 0
+		for i < len(got) && i < len(want) && got[i] == want[i] {
+			i++
+		}
+		return fmt.Errorf("%s: %d bytes differ from the %d expected, from offset %d", p, len(got), len(want), i)
 	}
 	return nil
 }
@@ -280,14 +285,29 @@ func bigio(mnt string, args []string) {
 
 // timedIO writes n MiB to p with 1 MiB calls and fsync, drops the
 // caches, reads it back and checks it, and prints the seconds of each as
-// "BENCH {prefix}write_mib=N seconds=S" and "{prefix}read_mib".
+// "BENCH {prefix}write_mib=N seconds=S" and "{prefix}read_mib"; a prefix
+// says p is on the in-guest FUSE mount. While it runs, a "PROGRESS" line
+// every 20 s says how far it got and where the written pages are, and a
+// stall powers the guest off (progress.go).
 func timedIO(p string, n int, prefix string) {
 	buf := nfsguest.Pattern(3, 1<<20)
+	var done atomic.Int64
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		watch(prefix+"io", prefix != "", &done, 20*time.Second, stop)
+	}()
+	defer func() {
+		close(stop)
+		<-watched
+	}()
 	t0 := time.Now()
 	f, err := os.Create(p)
 	if err == nil {
 		for i := 0; i < n && err == nil; i++ {
 			_, err = f.Write(buf)
+			done.Add(1)
 		}
 		if err == nil {
 			err = f.Sync()
@@ -299,6 +319,7 @@ func timedIO(p string, n int, prefix string) {
 	step(prefix+"bigwrite", err)
 	fmt.Printf("GUEST BENCH %swrite_mib=%d seconds=%.3f\n", prefix, n, time.Since(t0).Seconds())
 	_ = dropCaches()
+	done.Store(0)
 	t0 = time.Now()
 	f, err = os.Open(p)
 	if err == nil {
@@ -307,6 +328,7 @@ func timedIO(p string, n int, prefix string) {
 			if _, err = f.ReadAt(got, int64(i)<<20); err == nil && !bytes.Equal(got, buf) {
 				err = fmt.Errorf("MiB %d differs", i)
 			}
+			done.Add(1)
 		}
 		f.Close()
 	}
