@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -111,13 +112,23 @@ func (o *fileIO) readComp(ctx context.Context, comp int, colOff int64, n int64, 
 		return fmt.Errorf("read component %d on %s: %w", comp, o.v.lay.Targets[comp], errStale)
 	}
 	req := o.v.req(o.ino, comp)
-	req.Off, req.Len = uint64(colOff), uint64(n)
-	var r rpc.DSResp
-	got, err := o.c.rpc.CallVec(ctx, o.v.addrs[comp], rpc.DRead, &req, nil, &r, pieces)
-	if err != nil {
-		return fmt.Errorf("read component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
+	req.Off, req.Len, req.Direct = uint64(colOff), uint64(n), true
+	got, err := o.readCall(ctx, comp, &req, pieces)
+	var se *sumError
+	if errors.As(err, &se) {
+		// The data server sent whole blocks from its file unverified
+		// (rpc.DSReq.Direct): corrupt on its disk, or overwritten while
+		// they were sent. Read verified by the server, which answers a
+		// corrupt block with the EIO it logs, and a rewritten one whole.
+		req.Direct = false
+		got, err = o.readCall(ctx, comp, &req, pieces)
+		if err != nil {
+			for _, pc := range pieces {
+				clear(pc) // no unverified byte stays in the caller's buffer
+			}
+		}
 	}
-	if err := checkReply(uint64(colOff), r.Sums, pieces, got); err != nil {
+	if err != nil {
 		return fmt.Errorf("read component %d on %s: %w", comp, o.v.lay.Targets[comp], err)
 	}
 	if err := o.checkShort(ctx, comp, colOff, n, got); err != nil {
@@ -132,6 +143,20 @@ func (o *fileIO) readComp(ctx context.Context, comp int, colOff int64, n int64, 
 		got = 0
 	}
 	return nil
+}
+
+// readCall makes one read call of req into pieces and checks the reply's
+// bytes against its checksums (a *sumError if they fail).
+func (o *fileIO) readCall(ctx context.Context, comp int, req *rpc.DSReq, pieces [][]byte) (int, error) {
+	var r rpc.DSResp
+	got, err := o.c.rpc.CallVec(ctx, o.v.addrs[comp], rpc.DRead, req, nil, &r, pieces)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkReply(req.Off, r.Sums, pieces, got); err != nil {
+		return 0, err
+	}
+	return got, nil
 }
 
 // writeComp writes pieces at colOff of component comp. A stale

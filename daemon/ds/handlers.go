@@ -93,7 +93,9 @@ func (s *Server) handleWrite(ctx context.Context, req *rpc.DSReq, in []byte, _ *
 	return &rpc.DSResp{Size: size}, nil
 }
 
-// handleRead reads straight into the transport's reply buffer.
+// handleRead reads straight into the transport's reply buffer, or, for a
+// reader that verifies every block (req.Direct) on a plain connection,
+// has the transport send whole blocks from the component's file.
 func (s *Server) handleRead(ctx context.Context, req *rpc.DSReq, _ []byte, out *rpc.Data) (*rpc.DSResp, error) {
 	start, err := s.begin(ctx, req, capability.OpRead)
 	if err != nil {
@@ -109,6 +111,15 @@ func (s *Server) handleRead(ctx context.Context, req *rpc.DSReq, _ []byte, out *
 	}
 	defer release()
 	sums := make([]byte, 0, rpc.SumCount(req.Off, int(req.Len))*rpc.SumSize)
+	if req.Direct && out.Direct() && s.store.bs == rpc.SumBlock {
+		// Whole blocks go from the file to the socket, verified by the
+		// reader (readdirect.go).
+		_, size, err := s.store.readDirect(req.ID, req.Off, req.Len, out, &sums)
+		if err != nil {
+			return nil, wireError(err)
+		}
+		return &rpc.DSResp{Size: size, Sums: sums}, nil
+	}
 	n, size, err := s.store.read(req.ID, req.Off, req.Len, out, &sums)
 	if err != nil {
 		return nil, wireError(err)

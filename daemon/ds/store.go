@@ -450,6 +450,25 @@ var _ buffer = (*rpc.Data)(nil)
 // Where the block size is rpc.SumBlock, a whole block's wire checksum is
 // the CRC its verification computes: each block is summed once.
 func (st *store) read(id rpc.ComponentID, off, length uint64, out buffer, wire *[]byte) (int, uint64, error) {
+	return st.readHeld(id, off, length, nil, func(e *entry, end, size uint64) (int, error) {
+		p := out.Buffer(int(end - off))
+		if err := st.readRange(e, off, end, size, p, wire); err != nil {
+			return 0, err
+		}
+		if st.bs != rpc.SumBlock {
+			*wire = rpc.AppendSums(*wire, off, p)
+		}
+		return len(p), nil
+	})
+}
+
+// readHeld pins component id and read-locks the blocks of
+// [off, off+length); where the component holds bytes there, it runs fill
+// with the end of those bytes and the component's size, and returns what
+// fill returns with the size. A missing component reads as empty. With
+// keep set, the pin is not dropped on return but handed to keep, whose
+// caller drops it by calling the function it gets (a reply sent later).
+func (st *store) readHeld(id rpc.ComponentID, off, length uint64, keep func(unpin func()), fill func(e *entry, end, size uint64) (int, error)) (int, uint64, error) {
 	if off > maxOffset || length > maxOffset-off {
 		return 0, 0, fmt.Errorf("%w: read of %d bytes at %d", ErrRange, length, off)
 	}
@@ -457,7 +476,11 @@ func (st *store) read(id rpc.ComponentID, off, length uint64, out buffer, wire *
 	if e == nil || err != nil {
 		return 0, 0, err
 	}
-	defer st.release(e)
+	if keep != nil {
+		keep(func() { st.release(e) })
+	} else {
+		defer st.release(e)
+	}
 	if length == 0 {
 		return 0, e.getSize(), nil
 	}
@@ -468,15 +491,11 @@ func (st *store) read(id rpc.ComponentID, off, length uint64, out buffer, wire *
 	if off >= size {
 		return 0, size, nil
 	}
-	end := min(off+length, size)
-	p := out.Buffer(int(end - off))
-	if err := st.readRange(e, off, end, size, p, wire); err != nil {
+	n, err := fill(e, min(off+length, size), size)
+	if err != nil {
 		return 0, 0, fmt.Errorf("read %s: %w", componentName(id), err)
 	}
-	if st.bs != rpc.SumBlock {
-		*wire = rpc.AppendSums(*wire, off, p)
-	}
-	return len(p), size, nil
+	return n, size, nil
 }
 
 func (st *store) readRange(e *entry, off, end, size uint64, p []byte, wire *[]byte) error {

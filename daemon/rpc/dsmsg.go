@@ -37,6 +37,13 @@ type DSReq struct {
 	Size      uint64
 	Tombstone int64  // appended later: 0 from an older MDS
 	Sums      []byte // write: the data's checksums (sums.go), required
+	// Direct (read; appended later: false from an older client) lets the
+	// data server send the whole blocks it holds straight from its file
+	// (direct.go) without verifying them: the caller verifies every block
+	// against the reply's Sums, and reads again without Direct when one
+	// fails, so that a block the server finds corrupt is reported as
+	// such, and one overwritten while it was sent is read whole.
+	Direct bool
 }
 
 // DSResp answers a component call. Size is the component's size after the

@@ -32,6 +32,14 @@ type Data struct {
 	big *[]byte // a large reply's, from the pool (bufpool.go)
 	n   int
 	hdr []byte // a streamed request's header (scratch)
+
+	// A direct reply's (direct.go): the call's plain TCP connection (nil:
+	// none may be sent), the reply's segments, the pooled buffers among
+	// them, and what runs once it is sent.
+	conn  *net.TCPConn
+	segs  []segment
+	held  []*[]byte
+	after []func()
 }
 
 // Buffer returns a slice of length n for the handler to fill. A large one
@@ -61,13 +69,15 @@ func (d *Data) data() []byte {
 }
 
 // reset drops what a call left in d, before d is pooled; a large buffer
-// not handed to a reply goes back to its pool.
+// or a direct reply not handed to a reply is released.
 func (d *Data) reset() {
 	d.n = 0
+	d.conn = nil
 	if d.big != nil {
 		putBuf(d.big)
 		d.big = nil
 	}
+	d.releaseDirect()
 }
 
 // Commit records that the first n bytes of the Buffer are the reply.
@@ -344,6 +354,9 @@ func (s *Server) serve(rc *fasthttp.RequestCtx) {
 		d = &Data{}
 	}
 	defer func() { d.reset(); s.pool.Put(d) }()
+	if h.data && s.tls == nil {
+		d.conn = tcpConn(rc.Conn())
+	}
 
 	var req any
 	var in []byte
@@ -448,6 +461,10 @@ func (s *Server) readStreamed(ctx context.Context, rc *fasthttp.RequestCtx, meth
 // go to the connection as a vecBody, and its buffer returns to the pool
 // once fasthttp has written (or dropped) the reply.
 func (s *Server) reply(rc *fasthttp.RequestCtx, resp any, d *Data) {
+	if len(d.segs) > 0 || len(d.after) > 0 {
+		s.replyDirect(rc, resp, d)
+		return
+	}
 	if d.big != nil && d.n > 0 {
 		vb := getVecBody()
 		vb.frame = appendFrame(vb.frame[:0], resp)
@@ -460,6 +477,28 @@ func (s *Server) reply(rc *fasthttp.RequestCtx, resp any, d *Data) {
 	}
 	body := appendFrame(rc.Response.SwapBody(nil)[:0], resp)
 	rc.Response.SwapBody(append(body, d.data()...))
+}
+
+// replyDirect writes resp and the segments of a direct reply: the
+// headers flushed first, then the body written to the connection by
+// directBody. What the reply holds is released once fasthttp has written
+// (or dropped) it.
+func (s *Server) replyDirect(rc *fasthttp.RequestCtx, resp any, d *Data) {
+	b := &directBody{conn: d.conn}
+	b.frame = appendFrame(nil, resp)
+	b.segs = append(append(make([]segment, 0, len(d.segs)+1), segment{mem: b.frame}), d.segs...)
+	held, after := d.held, d.after
+	d.held, d.segs, d.after = nil, nil, nil
+	b.done = func() {
+		for _, p := range held {
+			putBuf(p)
+		}
+		for _, fn := range after {
+			fn()
+		}
+	}
+	rc.Response.ImmediateHeaderFlush = b.conn != nil
+	rc.Response.SetBodyStream(b, b.size())
 }
 
 // peerAddr returns the IP address a request came from.

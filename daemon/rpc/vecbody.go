@@ -21,8 +21,8 @@ type vecBody struct {
 	pieces [][]byte
 	i      int // the piece Read is in
 	off    int // bytes of pieces[i] already read
-	done   func()
-	frame  []byte // scratch for the frame header, reused with the body
+	onClose
+	frame []byte // scratch for the frame header, reused with the body
 }
 
 var (
@@ -95,11 +95,15 @@ func (v *vecBody) WriteTo(w io.Writer) (int64, error) {
 // SupportsBodyWriteTo tells fasthttp that WriteTo may replace Read.
 func (v *vecBody) SupportsBodyWriteTo() bool { return true }
 
+// onClose is a body stream's Close: it runs done, once. fasthttp closes
+// a stream when it has written it, or given it up.
+type onClose struct{ done func() }
+
 // Close runs done, once.
-func (v *vecBody) Close() error {
-	if v.done != nil {
-		done := v.done
-		v.done = nil
+func (c *onClose) Close() error {
+	if c.done != nil {
+		done := c.done
+		c.done = nil
 		done()
 	}
 	return nil
