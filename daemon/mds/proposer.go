@@ -1,7 +1,6 @@
 package mds
 
 import (
-	"context"
 	"sync"
 	"syscall"
 
@@ -10,33 +9,49 @@ import (
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
 
-// Group commit. Handlers do not call raft.Apply themselves: they queue
-// their encoded command with the proposer, whose goroutine sends what has
-// queued as one raft entry (a cmdBatch when there is more than one) and
-// hands the future to the waiter goroutine, which gives each handler its
-// own result. While maxInflight entries are in raft, commands queue up and
-// go out together in the next entry, so under load raft's per-entry cost
-// (future, channels, log encoding, FSM dispatch) is paid once per batch,
-// not once per operation; an idle server sends a lone command at once.
+// Group commit. Handlers do not call raft.Apply one command each: they
+// queue their encoded command with the proposer, and what has queued goes
+// out as one raft entry (a cmdBatch when there is more than one). While
+// maxInflight entries are in raft, commands queue up and go out together
+// in the next entry, so under load raft's per-entry cost (future,
+// channels, log encoding, FSM dispatch) is paid once per batch, not once
+// per operation.
 //
-// One entry at a time (stop and wait, group commit as in a database's
-// WAL) measured best: raft's leader loop chooses at random between a new
-// entry and the commit of the last one, so a second entry waiting in raft
-// delays the first one's commit by another fsync half of the time. With
-// 64 clients on the benchmark machine: ~43k creates/s with one entry in
-// flight, ~38-40k with two, ~38-40k calling raft.Apply per operation.
+// The proposer owns no goroutine: the handlers themselves do its work
+// (leader/follower group commit, as a database's log writer does). A
+// handler that queues while fewer than maxInflight entries are in raft
+// takes the queue and proposes it itself, and waits for that entry's
+// future; once it is applied it proposes what queued meanwhile at once,
+// hands that entry's future to the goroutine of its first command (which
+// waits for it in turn), and only then gives each command of its own entry
+// its result. An idle server so sends a lone command from the handler's
+// goroutine and answers it from there, with no hand-off between
+// goroutines; under load one wake-up (the leader's) separates an entry's
+// apply from the next one's proposal.
+//
+// One entry at a time (stop and wait) measured best: raft's leader loop
+// chooses at random between a new entry and the commit of the last one,
+// so a second entry waiting in raft delays the first one's commit by
+// another fsync half of the time (measured again with the handlers
+// proposing: two entries in flight lost a third to half of the coalesced
+// creates of BenchmarkMetadata).
 const (
 	maxInflight   = 1         // raft entries proposed and not yet applied
 	maxBatchCmds  = 512       // commands per batch entry
 	maxBatchBytes = 256 << 10 // encoded commands per batch entry
 )
 
-// proposal is one queued command and, once done is signalled, its result.
+// proposal is one queued command and, once its entry is applied, its
+// result.
 type proposal struct {
 	data []byte
 	res  result
 	err  error
-	done chan struct{} // buffered 1; reused through the proposer's pool
+	// done (buffered 1; reused through the proposer's pool) receives nil
+	// once res and err are set, or before that, if this proposal is the
+	// first of an entry proposed by another goroutine, that entry: the
+	// receiver waits for it and answers its proposals (lead).
+	done chan *inflightBatch
 }
 
 // inflightBatch is a proposed raft entry and the proposals it carries.
@@ -45,27 +60,19 @@ type inflightBatch struct {
 	props []*proposal
 }
 
-// proposer batches commands into raft entries. Start its two goroutines
-// with run; they stop when ctx is done, failing what is still queued.
+// proposer batches commands into raft entries. It is safe for concurrent
+// use and owns no goroutine (see Group commit above).
 type proposer struct {
 	r    *raft.Raft
 	pool sync.Pool // *proposal
 
-	mu     sync.Mutex
-	queue  []*proposal
-	closed bool
-	wake   chan struct{}      // buffered 1: the queue became non-empty
-	slots  chan struct{}      // one token per entry in raft, at most maxInflight
-	sent   chan inflightBatch // proposed entries, to the waiter
+	mu       sync.Mutex
+	queue    []*proposal
+	inflight int // entries proposed and not yet answered, at most maxInflight
 }
 
 func newProposer(r *raft.Raft) *proposer {
-	return &proposer{
-		r:     r,
-		wake:  make(chan struct{}, 1),
-		slots: make(chan struct{}, maxInflight),
-		sent:  make(chan inflightBatch, maxInflight),
-	}
+	return &proposer{r: r}
 }
 
 // apply runs one encoded command through raft and returns the FSM's result.
@@ -84,89 +91,38 @@ func (p *proposer) applyMany(cmds [][]byte, res []result, errs []error) {
 	for i, data := range cmds {
 		pr, _ := p.pool.Get().(*proposal)
 		if pr == nil {
-			pr = &proposal{done: make(chan struct{}, 1)}
+			pr = &proposal{done: make(chan *inflightBatch, 1)}
 		}
 		pr.data = data
 		props[i] = pr
 	}
 	p.mu.Lock()
-	closed := p.closed
-	if !closed {
-		p.queue = append(p.queue, props...)
-	}
+	p.queue = append(p.queue, props...)
+	b := p.takeLocked()
 	p.mu.Unlock()
-	if !closed {
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
+	if b != nil {
+		p.lead(p.propose(b))
 	}
 	for i, pr := range props {
-		if closed {
-			res[i], errs[i] = result{}, raftError(raft.ErrRaftShutdown)
-		} else {
-			<-pr.done
-			res[i], errs[i] = pr.res, pr.err
+		for b := range pr.done {
+			if b == nil {
+				break
+			}
+			p.lead(b)
 		}
+		res[i], errs[i] = pr.res, pr.err
 		*pr = proposal{done: pr.done}
 		p.pool.Put(pr)
 	}
 }
 
-// run starts the proposing and the waiting goroutine; wg is done for each
-// when it returns.
-func (p *proposer) run(ctx context.Context, wg *sync.WaitGroup) {
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		defer close(p.sent)
-		p.propose(ctx)
-	}()
-	go func() {
-		defer wg.Done()
-		p.wait()
-	}()
-}
-
-// propose sends queued commands to raft until ctx is done.
-func (p *proposer) propose(ctx context.Context) {
-	var buf [][]byte
-	for {
-		select {
-		case <-ctx.Done():
-			p.failQueued()
-			return
-		case <-p.wake:
-		}
-		for {
-			select {
-			case p.slots <- struct{}{}: // wait while maxInflight entries are in raft
-			case <-ctx.Done():
-				p.failQueued()
-				return
-			}
-			props := p.take()
-			if len(props) == 0 {
-				<-p.slots
-				break
-			}
-			data := props[0].data
-			if len(props) > 1 {
-				buf = buf[:0]
-				for _, pr := range props {
-					buf = append(buf, pr.data)
-				}
-				data = encodeCommand(cmdBatch, &batchCmd{Cmds: buf})
-			}
-			p.sent <- inflightBatch{f: p.r.Apply(data, applyTimeout), props: props}
-		}
+// takeLocked returns the next entry's proposals and counts it in flight,
+// or nil if the queue is empty or maxInflight entries are in raft. p.mu
+// is held.
+func (p *proposer) takeLocked() []*proposal {
+	if len(p.queue) == 0 || p.inflight >= maxInflight {
+		return nil
 	}
-}
-
-// take removes the next batch from the queue.
-func (p *proposer) take() []*proposal {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	n, size := 0, 0
 	for n < len(p.queue) && n < maxBatchCmds && (n == 0 || size+len(p.queue[n].data) <= maxBatchBytes) {
 		size += len(p.queue[n].data)
@@ -174,48 +130,57 @@ func (p *proposer) take() []*proposal {
 	}
 	props := make([]*proposal, n)
 	copy(props, p.queue)
+	clear(p.queue[:n])
 	p.queue = append(p.queue[:0], p.queue[n:]...)
+	p.inflight++
 	return props
 }
 
-// failQueued refuses what is queued and everything queued from now on.
-func (p *proposer) failQueued() {
-	p.mu.Lock()
-	p.closed = true
-	rest := p.queue
-	p.queue = nil
-	p.mu.Unlock()
-	for _, pr := range rest {
-		pr.err = raftError(raft.ErrRaftShutdown)
-		pr.done <- struct{}{}
+// propose sends props to raft as one entry.
+func (p *proposer) propose(props []*proposal) *inflightBatch {
+	data := props[0].data
+	if len(props) > 1 {
+		cmds := make([][]byte, len(props))
+		for i, pr := range props {
+			cmds[i] = pr.data
+		}
+		data = encodeCommand(cmdBatch, &batchCmd{Cmds: cmds})
 	}
+	return &inflightBatch{f: p.r.Apply(data, applyTimeout), props: props}
 }
 
-// wait gives each proposal its result, batch by batch in log order.
-func (p *proposer) wait() {
-	for b := range p.sent {
-		err := b.f.Error()
-		<-p.slots // the entry is applied: the next may go
-		var resp any
-		if err == nil {
-			resp = b.f.Response()
-		}
-		for i, pr := range b.props {
-			switch {
-			case err != nil:
-				pr.err = raftError(err)
-			case len(b.props) == 1:
-				pr.res, _ = resp.(result)
-				pr.err = pr.res.err
-			default:
-				rs, _ := resp.(batchResult)
-				if i < len(rs) {
-					pr.res, pr.err = rs[i], rs[i].err
-				} else {
-					pr.err = rpc.Errorf(syscall.EIO, "mds: batch entry returned no result")
-				}
+// lead waits for entry b to be applied, proposes the entry of what queued
+// meanwhile (handing its future to the goroutine of its first proposal),
+// and gives each proposal of b its result.
+func (p *proposer) lead(b *inflightBatch) {
+	err := b.f.Error()
+	p.mu.Lock()
+	p.inflight--
+	next := p.takeLocked()
+	p.mu.Unlock()
+	if next != nil {
+		nb := p.propose(next)
+		nb.props[0].done <- nb
+	}
+	var resp any
+	if err == nil {
+		resp = b.f.Response()
+	}
+	for i, pr := range b.props {
+		switch {
+		case err != nil:
+			pr.err = raftError(err)
+		case len(b.props) == 1:
+			pr.res, _ = resp.(result)
+			pr.err = pr.res.err
+		default:
+			rs, _ := resp.(batchResult)
+			if i < len(rs) {
+				pr.res, pr.err = rs[i], rs[i].err
+			} else {
+				pr.err = rpc.Errorf(syscall.EIO, "mds: batch entry returned no result")
 			}
-			pr.done <- struct{}{}
 		}
+		pr.done <- nil
 	}
 }

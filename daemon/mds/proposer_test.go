@@ -92,3 +92,55 @@ func TestApplyBatch(t *testing.T) {
 		t.Error("a nested batch decoded")
 	}
 }
+
+// TestProposerSplitsAndHandsOff: several goroutines each apply more
+// commands at once than one entry carries, so that their commands are cut
+// over several entries, some proposed by other goroutines than the ones
+// that queued them (the proposer hands an entry's future on to the
+// goroutine of its first command). Every command must get its own
+// result, whichever entry carried it and whoever waited for it.
+func TestProposerSplitsAndHandsOff(t *testing.T) {
+	m := startMDS(t, testConfig(t.TempDir()))
+	const callers, per = 6, maxBatchCmds + maxBatchCmds/2
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	for c := 0; c < callers; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmds := make([][]byte, per)
+			for i := range cmds {
+				name := fmt.Sprintf("c%d-%d", c, i)
+				if i == per-1 {
+					name = fmt.Sprintf("c%d-0", c) // a second mkdir of the first name
+				}
+				cmds[i] = encodeCommand(cmdMkdir, &mkdirCmd{Parent: rpc.RootIno, Name: name, Mode: 0o755, Now: 1})
+			}
+			res := make([]result, per)
+			cerrs := make([]error, per)
+			m.prop.applyMany(cmds, res, cerrs)
+			for i := 0; i < per-1; i++ {
+				if cerrs[i] != nil {
+					errs[c] = fmt.Errorf("mkdir %d: %w", i, cerrs[i])
+					return
+				}
+				m.fsm.mu.RLock()
+				ino := m.fsm.st.inodes[rpc.RootIno].Entries[fmt.Sprintf("c%d-%d", c, i)]
+				m.fsm.mu.RUnlock()
+				if ino == 0 || ino != res[i].attr.Ino {
+					errs[c] = fmt.Errorf("mkdir %d was told inode %d, the name is inode %d", i, res[i].attr.Ino, ino)
+					return
+				}
+			}
+			if errnoOf(cerrs[per-1]) != syscall.EEXIST {
+				errs[c] = fmt.Errorf("second mkdir of c%d-0: %v, want EEXIST", c, cerrs[per-1])
+			}
+		}()
+	}
+	wg.Wait()
+	for c, err := range errs {
+		if err != nil {
+			t.Errorf("caller %d: %v", c, err)
+		}
+	}
+}

@@ -166,7 +166,6 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.prop.run(bg, &s.wg)
 	s.wg.Add(4)
 	go s.serve(ln)
 	go s.watchLeader(bg)
