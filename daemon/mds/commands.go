@@ -1,6 +1,7 @@
 package mds
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -280,10 +281,10 @@ func decodeCommand(b []byte) (cmdType, any, error) {
 		}
 		return t, nil, fmt.Errorf("%w %d", errUnknownCommand, t)
 	}
-	if err := rpc.Unmarshal(b[1:], p); err != nil {
-		return t, nil, fmt.Errorf("decode command %d: %w", t, err)
-	}
 	if bc, ok := p.(*batchCmd); ok {
+		if err := bc.decode(b[1:]); err != nil {
+			return t, nil, fmt.Errorf("decode command %d: %w", t, err)
+		}
 		bc.subs = make([]decoded, len(bc.Cmds))
 		for i, c := range bc.Cmds {
 			st, sp, err := decodeCommand(c)
@@ -295,6 +296,62 @@ func decodeCommand(b []byte) (cmdType, any, error) {
 			}
 			bc.subs[i] = decoded{t: st, p: sp}
 		}
+		return t, p, nil
+	}
+	if err := rpc.Unmarshal(b[1:], p); err != nil {
+		return t, nil, fmt.Errorf("decode command %d: %w", t, err)
 	}
 	return t, p, nil
+}
+
+// encodeBatch returns the log entry of a batch of encoded commands: the
+// encoding rpc.Marshal gives a batchCmd (a count, then each command's
+// length and bytes), written in one allocation.
+func encodeBatch(cmds [][]byte) []byte {
+	n := 1 + binary.MaxVarintLen64
+	for _, c := range cmds {
+		n += binary.MaxVarintLen64 + len(c)
+	}
+	b := append(make([]byte, 0, n), byte(cmdBatch))
+	b = binary.AppendUvarint(b, uint64(len(cmds)))
+	for _, c := range cmds {
+		b = binary.AppendUvarint(b, uint64(len(c)))
+		b = append(b, c...)
+	}
+	return b
+}
+
+// decode reads a batch's payload as rpc.Unmarshal would, except that
+// Cmds are slices of b, not copies: the commands are decoded from them at
+// once and not kept.
+func (bc *batchCmd) decode(b []byte) error {
+	if len(b) == 0 {
+		return nil // as rpc.Unmarshal: an empty payload leaves Cmds nil
+	}
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return fmt.Errorf("%w: batchCmd.Cmds: bad count", rpc.ErrDecode)
+	}
+	b = b[k:]
+	if n == 0 {
+		if len(b) != 0 {
+			return fmt.Errorf("%w: %d trailing bytes", rpc.ErrDecode, len(b))
+		}
+		return nil
+	}
+	bc.Cmds = make([][]byte, n)
+	for i := range bc.Cmds {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l > uint64(len(b)-k) {
+			return fmt.Errorf("%w: batchCmd.Cmds: bad length of command %d", rpc.ErrDecode, i)
+		}
+		if l > 0 {
+			bc.Cmds[i] = b[k : k+int(l) : k+int(l)]
+		}
+		b = b[k+int(l):]
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", rpc.ErrDecode, len(b))
+	}
+	return nil
 }

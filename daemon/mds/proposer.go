@@ -144,7 +144,7 @@ func (p *proposer) propose(props []*proposal) *inflightBatch {
 		for i, pr := range props {
 			cmds[i] = pr.data
 		}
-		data = encodeCommand(cmdBatch, &batchCmd{Cmds: cmds})
+		data = encodeBatch(cmds)
 	}
 	return &inflightBatch{f: p.r.Apply(data, applyTimeout), props: props}
 }
