@@ -80,33 +80,60 @@ type RoundRobin struct {
 // some with twice the share of others for a while. Unbalanced candidates
 // are placed as Place does, so that emptier servers fill faster.
 func PlaceNext(cands []Candidate, width int, rr *RoundRobin, rnd *rand.Rand) ([]string, error) {
-	byNode := map[string][]Candidate{}
+	return NewPlacer(cands).Next(width, rr, rnd)
+}
+
+// Placer is PlaceNext over one set of candidates with the work that
+// depends only on them (grouping by node, sorting, the balance check)
+// done once, for a caller that places many files on the same view. It
+// does not change after NewPlacer; Next may be called concurrently if
+// each caller's rr and rnd are its own.
+type Placer struct {
+	cands    []Candidate
+	nodes    []string      // nodes with usable candidates, in name order
+	byNode   [][]Candidate // per node of nodes, its usable candidates by id
+	balanced bool          // free fractions within BalancedSpread
+}
+
+// NewPlacer groups cands for Next. It keeps cands: the caller must not
+// change them afterwards.
+func NewPlacer(cands []Candidate) *Placer {
+	groups := map[string][]Candidate{}
 	lo, hi := 2.0, -1.0
 	for _, c := range cands {
 		if c.Up && c.Free > 0 {
-			byNode[nodeOf(c)] = append(byNode[nodeOf(c)], c)
+			groups[nodeOf(c)] = append(groups[nodeOf(c)], c)
 			f := weight(c)
 			lo, hi = min(lo, f), max(hi, f)
 		}
 	}
-	if len(byNode) < width || hi-lo > BalancedSpread {
-		return Place(cands, width, rnd) // random, or says why not
+	p := &Placer{cands: cands, balanced: hi-lo <= BalancedSpread}
+	for n := range groups {
+		p.nodes = append(p.nodes, n)
 	}
-	nodes := make([]string, 0, len(byNode))
-	for n, cs := range byNode {
-		nodes = append(nodes, n)
+	sort.Strings(p.nodes)
+	for _, n := range p.nodes {
+		cs := groups[n]
 		sort.Slice(cs, func(i, j int) bool { return cs[i].ID < cs[j].ID })
+		p.byNode = append(p.byNode, cs)
 	}
-	sort.Strings(nodes)
+	return p
+}
+
+// Next places a file of width columns as PlaceNext does.
+func (p *Placer) Next(width int, rr *RoundRobin, rnd *rand.Rand) ([]string, error) {
+	n := len(p.nodes)
+	if n < width || !p.balanced {
+		return Place(p.cands, width, rnd) // random, or says why not
+	}
 	if rr.perNode == nil {
 		rr.perNode = map[string]int{}
 	}
-	n := len(nodes)
 	start := ((rr.next % n) + n) % n
 	out := make([]string, 0, width)
 	for i := 0; i < width; i++ {
-		node := nodes[(start+i)%n]
-		cs := byNode[node]
+		j := (start + i) % n
+		node, cs := p.nodes[j], p.byNode[j]
 		k := rr.perNode[node] % len(cs)
 		rr.perNode[node] = k + 1
 		out = append(out, cs[k].ID)

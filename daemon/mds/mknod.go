@@ -32,7 +32,7 @@ type mknodCmd struct {
 // as Linux refuses an unknown type (a regular file is a create, a
 // directory a mkdir).
 func checkSpecial(name string, mode uint32) error {
-	if err := checkMode(fmt.Sprintf("mknod %q", name), mode); err != nil {
+	if err := checkMode(mode, func() string { return fmt.Sprintf("mknod %q", name) }); err != nil {
 		return err
 	}
 	if !rpc.IsSpecial(mode) {

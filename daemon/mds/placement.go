@@ -15,9 +15,10 @@ import (
 // when one of its servers may have timed out.
 type placeable struct {
 	cands      []layout.Candidate
-	nodes      int       // distinct failure domains
-	racks      bool      // some are racks
-	validUntil time.Time // the earliest time one of cands stops being up
+	placer     *layout.Placer // over cands
+	nodes      int            // distinct failure domains
+	racks      bool           // some are racks
+	validUntil time.Time      // the earliest time one of cands stops being up
 	dirty      bool
 }
 
@@ -43,6 +44,7 @@ func (r *registry) rebuildLocked(now time.Time) {
 	}
 	slices.SortFunc(v.cands, func(a, b layout.Candidate) int { return strings.Compare(a.ID, b.ID) })
 	v.nodes = len(nodes)
+	v.placer = layout.NewPlacer(slices.Clone(v.cands))
 }
 
 // place picks targets for a layout of policy p (complete: width, unit and
@@ -70,7 +72,7 @@ func (r *registry) place(p layout.Policy, widthSet bool) (layout.Layout, error) 
 	if need := p.Components(); need > usable {
 		return layout.Layout{}, fmt.Errorf("layout %s needs %d data servers on distinct %s, only %d are up", needs(p), need, domains(r.view.racks), usable)
 	}
-	targets, err := layout.PlaceNext(r.view.cands, p.Components(), &r.rr, r.rnd)
+	targets, err := r.view.placer.Next(p.Components(), &r.rr, r.rnd)
 	if err != nil {
 		return layout.Layout{}, err
 	}

@@ -25,10 +25,12 @@ type validator interface {
 
 // checkMode refuses a mode that is not one: bits past the file type's.
 // The type bits themselves are ignored, as chmod(2) and open(2) ignore
-// them; the FSM keeps only the permission and set-id bits.
-func checkMode(what string, mode uint32) error {
+// them; the FSM keeps only the permission and set-id bits. what names the
+// operation in the error; it is called only for one (creates validate
+// twice each, and formatting every time showed in their profile).
+func checkMode(mode uint32, what func() string) error {
 	if mode&^0o177777 != 0 {
-		return errf(syscall.EINVAL, "%s: mode %#o is not a file mode", what, mode)
+		return errf(syscall.EINVAL, "%s: mode %#o is not a file mode", what(), mode)
 	}
 	return nil
 }
@@ -53,14 +55,14 @@ func (c *createCmd) validate() error {
 	if err := checkName(c.Name); err != nil {
 		return err
 	}
-	return checkMode(fmt.Sprintf("create %q", c.Name), c.Mode)
+	return checkMode(c.Mode, func() string { return fmt.Sprintf("create %q", c.Name) })
 }
 
 func (c *mkdirCmd) validate() error {
 	if err := checkName(c.Name); err != nil {
 		return err
 	}
-	return checkMode(fmt.Sprintf("mkdir %q", c.Name), c.Mode)
+	return checkMode(c.Mode, func() string { return fmt.Sprintf("mkdir %q", c.Name) })
 }
 
 func (c *symlinkCmd) validate() error {
@@ -93,7 +95,7 @@ func (c *setattrCmd) validate() error {
 		return errf(syscall.EINVAL, "setattr of inode %d: unknown attribute bits %#x", c.Req.Ino, c.Req.Valid&^known)
 	}
 	if c.Req.Valid&rpc.SetMode != 0 {
-		return checkMode(fmt.Sprintf("chmod of inode %d", c.Req.Ino), c.Req.Mode)
+		return checkMode(c.Req.Mode, func() string { return fmt.Sprintf("chmod of inode %d", c.Req.Ino) })
 	}
 	return nil
 }
