@@ -128,9 +128,10 @@ func mountOptions(opts Options, log *slog.Logger) gofuse.MountOptions {
 		Debug:         opts.Debug,
 		Logger:        slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 		EnableLocks:   true,
-		// Answer security.capability (asked before every write) here,
-		// not at the MDS.
-		IgnoreSecurityLabels: true,
+		// Not IgnoreSecurityLabels: it answers the POSIX ACL names
+		// ENODATA, which `ls -l` asks again of every file; the mount
+		// answers them, and security.capability (asked before every
+		// write), EOPNOTSUPP itself (xattrcache.go).
 		// Running as root on a recent kernel, go-fuse would otherwise let
 		// the kernel bypass the daemon for reads and writes.
 		DisabledCapabilities: gofuse.CAP_PASSTHROUGH,

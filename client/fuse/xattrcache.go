@@ -82,20 +82,30 @@ func (x *noXattrs) answer(ino uint64, name string) syscall.Errno {
 	return 0
 }
 
+// capabilityXattr holds a file's capabilities (setcap).
+const capabilityXattr = "security.capability"
+
 // selinuxXattr is where SELinux keeps a file's label.
 const selinuxXattr = "security.selinux"
 
 // unsupported reports whether the mount answers EOPNOTSUPP for the
 // extended attribute name, as a file system that does not support it does:
 //   - the system. namespace (POSIX ACLs), which Strata does not keep or
-//     enforce (the kernel answers those names itself for a FUSE file system
-//     that did not ask for ACLs; this is for a kernel that passes them on);
+//     enforce. A kernel without FUSE_POSIX_ACL passes them on; `ls -l`
+//     (and every tool that copies ACLs) asks system.posix_acl_access of
+//     every file, and like security.selinux below remembers EOPNOTSUPP
+//     for the whole file system but asks again after ENODATA: a long
+//     listing of 10,000 files cost 10,000 FUSE requests more with ENODATA;
 //   - security.selinux: the mount carries no SELinux labels, as an NFS
 //     mount without labeled NFS does; SELinux labels the files of a FUSE
 //     mount by policy (genfscon, or the context= mount option), not by
 //     this attribute. `ls -l` asks it of every file: EOPNOTSUPP it
 //     remembers for the whole file system, ENODATA it asks again per file,
-//     so a long listing costs one FUSE request per file fewer.
+//     so a long listing costs one FUSE request per file fewer;
+//   - security.capability: the mount grants no file capabilities (setcap
+//     fails rather than appearing to work), as a nosuid mount ignores
+//     them. The kernel asks for it before every write(2) to a file; it is
+//     answered here, without the MDS.
 func unsupported(name string) bool {
-	return strings.HasPrefix(name, "system.") || name == selinuxXattr
+	return strings.HasPrefix(name, "system.") || name == selinuxXattr || name == capabilityXattr
 }

@@ -52,13 +52,13 @@ func TestXattrAbsent(t *testing.T) {
 	}
 }
 
-// TestXattrUnsupported: SELinux labels are not carried by the mount:
-// getxattr, setxattr and removexattr of security.selinux answer EOPNOTSUPP,
-// as on an NFS mount without labeled NFS, so chcon fails instead of
-// appearing to work and `ls -l` stops asking after the first file (it
-// asks again per file after ENODATA). Other security. attributes are kept.
-// (POSIX ACL names never reach the mount: the kernel answers them for a
-// FUSE file system that did not ask for ACLs.)
+// TestXattrUnsupported: SELinux labels, POSIX ACLs and file capabilities
+// are not carried by the mount: getxattr, setxattr and removexattr of
+// security.selinux, system.posix_acl_access and security.capability answer
+// EOPNOTSUPP, as on an NFS mount without labeled NFS or ACLs, so chcon,
+// setfacl and setcap fail instead of appearing to work, and `ls -l` stops
+// asking after the first file (it asks again of every file after ENODATA,
+// a FUSE request each). Other security. attributes are kept.
 func TestXattrUnsupported(t *testing.T) {
 	_, m := startMount(t, 2)
 	p := filepath.Join(m.Dir(), "f")
@@ -66,16 +66,25 @@ func TestXattrUnsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 256)
+	// A POSIX ACL granting user 1234 read, as setfacl -m u:1234:r writes it.
+	acl := []byte{2, 0, 0, 0, 1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff, 2, 0, 4, 0, 0xd2, 4, 0, 0, 4, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+		0x10, 0, 4, 0, 0xff, 0xff, 0xff, 0xff, 0x20, 0, 4, 0, 0xff, 0xff, 0xff, 0xff}
+	for name, value := range map[string][]byte{
+		"security.selinux":        []byte("system_u:object_r:user_home_t:s0"),
+		"system.posix_acl_access": acl,
+		"security.capability":     {0, 0, 0, 2, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+	} {
+		if _, err := unix.Lgetxattr(p, name, buf); !errors.Is(err, unix.EOPNOTSUPP) {
+			t.Errorf("getxattr %s = %v, want EOPNOTSUPP", name, err)
+		}
+		if err := unix.Lsetxattr(p, name, value, 0); !errors.Is(err, unix.EOPNOTSUPP) {
+			t.Errorf("setxattr %s = %v, want EOPNOTSUPP", name, err)
+		}
+		if err := unix.Lremovexattr(p, name); !errors.Is(err, unix.EOPNOTSUPP) {
+			t.Errorf("removexattr %s = %v, want EOPNOTSUPP", name, err)
+		}
+	}
 	name := "security.selinux"
-	if _, err := unix.Lgetxattr(p, name, buf); !errors.Is(err, unix.EOPNOTSUPP) {
-		t.Errorf("getxattr %s = %v, want EOPNOTSUPP", name, err)
-	}
-	if err := unix.Lsetxattr(p, name, []byte("system_u:object_r:user_home_t:s0"), 0); !errors.Is(err, unix.EOPNOTSUPP) {
-		t.Errorf("setxattr %s = %v, want EOPNOTSUPP", name, err)
-	}
-	if err := unix.Lremovexattr(p, name); !errors.Is(err, unix.EOPNOTSUPP) {
-		t.Errorf("removexattr %s = %v, want EOPNOTSUPP", name, err)
-	}
 	if err := unix.Lsetxattr(p, "security.other", []byte("v"), 0); err != nil {
 		t.Fatalf("setxattr security.other as root: %v", err)
 	}
