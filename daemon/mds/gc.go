@@ -30,14 +30,24 @@ import (
 // orphans of many unlinks go in one round: their removals (every column
 // of every orphan at once) reach each data server together, where they
 // share the tombstone file's sync, and one purge entry covers them all.
-// A round that found a full batch is followed by the next at once. (A
-// round per unlink cost every unlink a sync on each data server holding a
-// column, on the disk raft syncs its log on: unlinks ran at an eighth of
-// the rate without collection.)
+// (A round per unlink cost every unlink a sync on each data server
+// holding a column, on the disk raft syncs its log on: unlinks ran at an
+// eighth of the rate without collection.)
+//
+// Collection yields to the namespace's own changes, as rebuilds yield to
+// foreground I/O: a round, and each further round of a backlog, waits
+// until gcGather has passed with no change proposed to raft, but no
+// longer than gcMaxYield, or not at all once gcBacklog orphans wait. A
+// burst of unlinks (rm -rf) so runs with a round a second beside it
+// instead of back-to-back rounds whose data server syncs and purge
+// entries slowed it (unlinks through a mount ran ~1.7x faster with
+// collection off), and the rest is collected once it is over.
 const (
 	gcBatch       = 256                    // orphans looked at per round
 	gcParallel    = 64                     // DRemove calls in flight
-	gcGather      = 100 * time.Millisecond // wait after a kick before a round
+	gcGather      = 100 * time.Millisecond // quiet wanted before a round
+	gcMaxYield    = time.Second            // longest wait for quiet before a round
+	gcBacklog     = 16384                  // orphans waiting past which rounds do not yield
 	gcCallTimeout = 10 * time.Second       // per DRemove
 	gcMinBackoff  = 100 * time.Millisecond
 	gcMaxBackoff  = 30 * time.Second
@@ -64,30 +74,43 @@ func (s *Server) runGC(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-s.fsm.orphaned:
-			if !s.gather(ctx) {
-				return
-			}
 		case <-tick.C:
 		}
-		if s.node.raft.State() != raft.Leader {
+		if s.node.raft.State() != raft.Leader || s.orphanCount() == 0 {
 			continue
 		}
-		// A full batch: there may be more, and no reason to wait.
-		for s.gcRound(ctx, retry) && ctx.Err() == nil {
+		// A full batch: there may be more.
+		for s.gcYield(ctx) && s.gcRound(ctx, retry) {
 		}
 	}
 }
 
-// gather waits gcGather for more orphans to come; it reports false if
-// ctx ended meanwhile.
-func (s *Server) gather(ctx context.Context) bool {
+// orphanCount is how many orphans wait for collection.
+func (s *Server) orphanCount() int {
+	s.fsm.mu.RLock()
+	defer s.fsm.mu.RUnlock()
+	return len(s.fsm.st.orphans)
+}
+
+// gcYield waits before a round until gcGather has passed with no change
+// proposed to raft (which also gathers the orphans of a burst), for at
+// most gcMaxYield, and not at all past gcBacklog orphans; it reports false
+// if ctx ended meanwhile.
+func (s *Server) gcYield(ctx context.Context) bool {
+	start := time.Now()
 	t := time.NewTimer(gcGather)
 	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
+	for {
+		seen := s.prop.queued.Load()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		if s.prop.queued.Load() == seen || time.Since(start) >= gcMaxYield || s.orphanCount() >= gcBacklog {
+			return true
+		}
+		t.Reset(gcGather)
 	}
 }
 

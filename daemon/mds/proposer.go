@@ -2,6 +2,7 @@ package mds
 
 import (
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hashicorp/raft"
@@ -66,6 +67,10 @@ type proposer struct {
 	r    *raft.Raft
 	pool sync.Pool // *proposal
 
+	// queued counts the commands ever queued: the GC loop yields while it
+	// moves (gc.go).
+	queued atomic.Uint64
+
 	mu       sync.Mutex
 	queue    []*proposal
 	inflight int // entries proposed and not yet answered, at most maxInflight
@@ -96,6 +101,7 @@ func (p *proposer) applyMany(cmds [][]byte, res []result, errs []error) {
 		pr.data = data
 		props[i] = pr
 	}
+	p.queued.Add(uint64(len(props)))
 	p.mu.Lock()
 	p.queue = append(p.queue, props...)
 	b := p.takeLocked()
