@@ -26,6 +26,12 @@ import (
 // data server advertises the proxy's address, so clients and the MDS
 // reach it only through it. lies counts the replies changed.
 func WithLyingDS(t testing.TB, id string, lies *atomic.Int64) Option {
+	return WithLyingDSFor(t, id, lies, 0)
+}
+
+// WithLyingDSFor is WithLyingDS for the first n read replies only (0:
+// every one): a fault in transit that the reads after it do not meet.
+func WithLyingDSFor(t testing.TB, id string, lies *atomic.Int64, n int64) Option {
 	return func(o *localcluster.Options) {
 		prev := o.DSConfig
 		o.DSConfig = func(c *ds.Config) {
@@ -35,14 +41,16 @@ func WithLyingDS(t testing.TB, id string, lies *atomic.Int64) Option {
 			if c.ID != id {
 				return
 			}
-			c.Advertise = startLiar(t, c.Listen, lies)
+			c.Advertise = startLiar(t, c.Listen, lies, n)
 		}
 	}
 }
 
 // startLiar serves a corrupting reverse proxy of the data server at
-// target and returns its address.
-func startLiar(t testing.TB, target string, lies *atomic.Int64) string {
+// target, which changes n replies (0: all), and returns its address.
+func startLiar(t testing.TB, target string, lies *atomic.Int64, n int64) string {
+	var budget atomic.Int64
+	budget.Store(n)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("lying proxy: %v", err)
@@ -59,7 +67,7 @@ func startLiar(t testing.TB, target string, lies *atomic.Int64) string {
 		}
 		// [version][uvarint header length][header][data]
 		if hl, k := binary.Uvarint(body[1:]); k > 0 {
-			if data := 1 + k + int(hl); data < len(body) {
+			if data := 1 + k + int(hl); data < len(body) && (n <= 0 || budget.Add(-1) >= 0) {
 				body[data+(len(body)-data)/2] ^= 0x40
 				lies.Add(1)
 			}
