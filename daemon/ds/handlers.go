@@ -113,7 +113,10 @@ func (s *Server) handleRead(ctx context.Context, req *rpc.DSReq, _ []byte, out *
 	sums := make([]byte, 0, rpc.SumCount(req.Off, int(req.Len))*rpc.SumSize)
 	if req.Direct && out.Direct() && s.store.bs == rpc.SumBlock {
 		// Whole blocks go from the file to the socket, verified by the
-		// reader (readdirect.go).
+		// reader (readdirect.go). The QoS slot is held while the reply
+		// is planned, not while it is sent (as a copied reply's write
+		// was never counted): a block not in the page cache is read from
+		// the disk by the send, outside the slot.
 		_, size, err := s.store.readDirect(req.ID, req.Off, req.Len, out, &sums)
 		if err != nil {
 			return nil, wireError(err)
