@@ -99,19 +99,25 @@ func TestDirectIO(t *testing.T) {
 	if n := cachedPages(t, p); n != 0 {
 		t.Fatalf("direct_io mount: %d pages of the file are in the page cache after a read, want none", n)
 	}
-	// A page fault on the mount must not happen in this process: a fault
-	// waiting for the mount's answer stops the Go runtime's stop-the-world,
-	// and the mount with it.
+	checkMapped(t, p, want, "direct_io")
+}
+
+// checkMapped maps the file at p shared in another process and checks
+// that its bytes are want. A page fault on the mount must not happen in
+// this process: a fault waiting for the mount's answer stops the Go
+// runtime's stop-the-world, and the mount with it.
+func checkMapped(t *testing.T, p string, want []byte, what string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], p, "0", strconv.Itoa(size))
+	cmd := exec.CommandContext(ctx, os.Args[0], p, "0", strconv.Itoa(len(want)))
 	cmd.Env = append(os.Environ(), helperEnv+"=mmapsum")
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("direct_io, shared mapping in another process: %v", err)
+		t.Fatalf("%s, shared mapping in another process: %v", what, err)
 	}
 	if got, sum := strings.TrimSpace(string(out)), fmt.Sprintf("%x", sha256.Sum256(want)); got != sum {
-		t.Fatalf("direct_io, shared mapping: the bytes' sha256 is %s, want %s", got, sum)
+		t.Fatalf("%s, shared mapping: the bytes' sha256 is %s, want %s", what, got, sum)
 	}
 }
 
@@ -141,9 +147,5 @@ func cachedPages(t *testing.T, p string) uint64 {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var st unix.Cachestat_t
-	if err := unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{}, &st, 0); err != nil {
-		t.Fatalf("cachestat %s: %v", p, err)
-	}
-	return st.Cache
+	return pagesOf(t, f)
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,6 +33,10 @@ type fileSystem struct {
 	dc    *dirCache
 	da    *dirAttrs // directory attributes the MDS answered changes with
 	xa    noXattrs  // inodes known to have no extended attributes
+
+	// directMmap is set once the kernel has granted
+	// FUSE_DIRECT_IO_ALLOW_MMAP: opens may stream (stream.go).
+	directMmap atomic.Bool
 
 	// bg counts the write-behind goroutines; shutdown waits for them.
 	bg sync.WaitGroup

@@ -26,7 +26,8 @@ func writable(flags uint32) bool { return flags&syscall.O_ACCMODE != syscall.O_R
 
 // Open opens a file: fresh attributes and layout from the MDS
 // (close-to-open); the kernel keeps its cached pages only if the file's
-// size, mtime and layout are what they were at the last open here.
+// size, mtime and layout are what they were at the last open here, and
+// bypasses them where the open streams (stream.go).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	ino := n.ino()
 	of := n.fsys.acquire(ino)
@@ -40,20 +41,8 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		_ = n.fsys.release(of)
 		return nil, 0, n.fsys.errs.fail("open", ino, err)
 	}
-	fuseFlags := n.fsys.openFlags()
-	if n.restamp(a) {
-		fuseFlags |= gofuse.FOPEN_KEEP_CACHE
-	}
+	fuseFlags := n.fsys.openFlags(flags, a.Size, n.restamp(a), n.fsys.shared(of))
 	return &handle{of: of, flags: flags}, fuseFlags, 0
-}
-
-// openFlags are the FOPEN flags every open of a regular file gets:
-// FOPEN_DIRECT_IO on a DirectIO mount.
-func (fsys *fileSystem) openFlags() uint32 {
-	if fsys.opts.DirectIO {
-		return gofuse.FOPEN_DIRECT_IO
-	}
-	return 0
 }
 
 // restamp records a's stamp and reports whether it is the same as at the
@@ -120,7 +109,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	ch := n.child(ctx, a, out)
 	ch.Operations().(*node).restamp(a)
-	return ch, &handle{of: of, flags: flags}, n.fsys.openFlags(), 0
+	return ch, &handle{of: of, flags: flags}, n.fsys.openFlags(flags, a.Size, false, n.fsys.shared(of)), 0
 }
 
 // Read reads from the shared file, after this mount's buffered writes.

@@ -111,7 +111,8 @@ func Mount(ctx context.Context, c *client.Client, mountpoint string, opts Option
 		log.Warn("cannot tell the FUSE connection: an unmount that another mount namespace holds cannot be ended", "err", err)
 	}
 	s.tuneReadahead(opts.MaxReadahead)
-	log.Info("mounted", "max_write", opts.MaxWrite, "direct_io", opts.DirectIO, "attr_timeout", opts.AttrTimeout, "entry_timeout", opts.EntryTimeout)
+	fsys.directMmap.Store(server.KernelSettings().Flags64()&gofuse.CAP_DIRECT_IO_ALLOW_MMAP != 0)
+	log.Info("mounted", "max_write", opts.MaxWrite, "direct_io", opts.DirectIO, "stream_min", opts.StreamMin, "streams", fsys.directMmap.Load(), "attr_timeout", opts.AttrTimeout, "entry_timeout", opts.EntryTimeout)
 	return s, nil
 }
 
@@ -135,11 +136,10 @@ func mountOptions(opts Options, log *slog.Logger) gofuse.MountOptions {
 		// Running as root on a recent kernel, go-fuse would otherwise let
 		// the kernel bypass the daemon for reads and writes.
 		DisabledCapabilities: gofuse.CAP_PASSTHROUGH,
-	}
-	if opts.DirectIO {
 		// Shared mappings of files opened with FOPEN_DIRECT_IO; a kernel
-		// without it refuses them (ENODEV) and serves everything else.
-		mo.ExtraCapabilities |= gofuse.CAP_DIRECT_IO_ALLOW_MMAP
+		// without it refuses them (ENODEV): then only a DirectIO mount
+		// opens files so, and no open streams (stream.go).
+		ExtraCapabilities: gofuse.CAP_DIRECT_IO_ALLOW_MMAP,
 	}
 	return mo
 }

@@ -39,6 +39,14 @@ type Options struct {
 	// mmap still works where the kernel has FUSE_DIRECT_IO_ALLOW_MMAP
 	// (Linux 6.6). Default off.
 	DirectIO bool
+	// StreamMin is the size from which a read-only open of a file that
+	// is new to the mount bypasses the page cache, as write-only opens do
+	// (stream.go): about a quarter less CPU per byte for a large
+	// sequential read or write, and a file read once does not fill the
+	// page cache; a file is cached from its second open on. Needs Linux
+	// 6.6 (FUSE_DIRECT_IO_ALLOW_MMAP); negative: no open streams. Default
+	// 32 MiB.
+	StreamMin int64
 	// AllowOther lets users other than the one who mounted use the mount
 	// (with default_permissions, the kernel checks permissions).
 	AllowOther bool
@@ -78,6 +86,7 @@ func DefaultOptions() Options {
 		MaxReadahead:   1 << 20,
 		MaxBackground:  32,
 		WriteBehind:    64 << 20,
+		StreamMin:      defaultStreamMin,
 		AllowOther:     true,
 		FsName:         "strata",
 		Name:           "strata",
@@ -100,6 +109,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.WriteBehind == 0 {
 		o.WriteBehind = def.WriteBehind
+	}
+	if o.StreamMin == 0 {
+		o.StreamMin = def.StreamMin
 	}
 	if o.FsName == "" {
 		o.FsName = def.FsName

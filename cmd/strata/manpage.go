@@ -90,7 +90,7 @@ Options: defaults, auto, noauto, _netdev, nofail, user, rw, suid, dev,
 exec, async and x-* are for mount(8) and systemd and are dropped; every
 other option goes to 'strata mount -o' (see strata-mount(1)): ro, noatime,
 nosuid, nodev, noexec, attr_timeout=, entry_timeout=, max_write=,
-max_readahead=, write_behind=, direct_io, allow_other, debug. -f checks
+max_readahead=, write_behind=, direct_io, stream_min=, allow_other, debug. -f checks
 the mount point and exits (fake), -v prints the strata mount command, -s
 and -n are accepted and ignored.`
 

@@ -85,7 +85,9 @@ until it lets go.
 -o takes mount options, comma separated: attr_timeout=SECONDS,
 entry_timeout=SECONDS, max_write=SIZE, max_readahead=SIZE,
 write_behind=SIZE, direct_io (bypass the page cache: cheaper large
-sequential reads, nothing cached across opens), allow_other, debug,
+sequential reads, nothing cached across opens), stream_min=SIZE|off
+(read-only opens of files this large that are new to the mount, and
+write-only opens, bypass the page cache; default 32M), allow_other, debug,
 fsname=NAME, subtype=NAME; others
 (ro, noatime, nosuid, nodev, noexec...) go to the kernel.`)
 	mds := f.mdsFlag(a)
@@ -223,6 +225,17 @@ func applyMountOptions(opts *fuse.Options, list []string) error {
 			default:
 				opts.WriteBehind = n
 			}
+		case "stream_min":
+			if v == "off" {
+				opts.StreamMin = -1
+				break
+			}
+			var n int64
+			if n, err = layout.ParseSize(v); err != nil || n <= 0 {
+				err = fmt.Errorf("%s=%q: want a size like 32M, or off", k, v)
+				break
+			}
+			opts.StreamMin = n
 		case "allow_other":
 			opts.AllowOther = true
 		case "direct_io":

@@ -170,4 +170,19 @@ func TestMountOptions(t *testing.T) {
 	if fuse.DefaultOptions().DirectIO {
 		t.Errorf("direct_io is on by default")
 	}
+	for _, c := range []struct {
+		opt  string
+		want int64
+	}{{"stream_min=off", -1}, {"stream_min=1G", 1 << 30}} {
+		opts := fuse.DefaultOptions()
+		if err := applyMountOptions(&opts, []string{c.opt}); err != nil || opts.StreamMin != c.want {
+			t.Errorf("%s: StreamMin %d (%v), want %d", c.opt, opts.StreamMin, err, c.want)
+		}
+	}
+	for _, bad := range []string{"stream_min=0", "stream_min=lots"} {
+		opts := fuse.DefaultOptions()
+		if err := applyMountOptions(&opts, []string{bad}); err == nil {
+			t.Errorf("%s accepted (StreamMin %d), want an error", bad, opts.StreamMin)
+		}
+	}
 }
