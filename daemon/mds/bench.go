@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -35,7 +36,21 @@ type MetaBench struct {
 	RaftAppliesPerSec float64       // raw raft.Apply of no-op commands, same log store and tuning, trivial FSM
 	FasthttpPerSec    float64       // a bare fasthttp server answering a tiny POST
 	Leftover          int           // goroutines running before the run started (left by earlier work in the process)
+
+	// The process's CPU time (user and system, clients and servers
+	// alike: they share the process) per operation of each phase. Load
+	// from other processes moves it far less than the rates.
+	CreateCPU, SingleCreateCPU, RaftCPU time.Duration
+	StatCPU, SingleStatCPU, FasthttpCPU time.Duration
 }
+
+// CreateCPURatio is the CPU per coalesced create over the CPU per raw
+// raft apply.
+func (b MetaBench) CreateCPURatio() float64 { return float64(b.CreateCPU) / float64(b.RaftCPU) }
+
+// StatCPURatio is the CPU per coalesced stat over the CPU per bare
+// fasthttp request.
+func (b MetaBench) StatCPURatio() float64 { return float64(b.StatCPU) / float64(b.FasthttpCPU) }
 
 // CreateRatio is creates/s over raw raft applies/s (target ≥ 0.6).
 func (b MetaBench) CreateRatio() float64 { return b.CreatesPerSec / b.RaftAppliesPerSec }
@@ -51,8 +66,9 @@ func (b MetaBench) SingleStatRatio() float64 { return b.SingleStats / b.Fasthttp
 
 // String formats the run for `make bench`.
 func (b MetaBench) String() string {
-	return fmt.Sprintf("mds, %d clients, %v per operation: creates %.0f/s (one call each %.0f/s; raw raft %.0f/s, ratio %.2f), stats %.0f/s (one call each %.0f/s; fasthttp tiny %.0f/s, ratio %.2f)",
-		b.Clients, b.Duration, b.CreatesPerSec, b.SingleCreates, b.RaftAppliesPerSec, b.CreateRatio(), b.StatsPerSec, b.SingleStats, b.FasthttpPerSec, b.StatRatio())
+	return fmt.Sprintf("mds, %d clients, %v per operation: creates %.0f/s (one call each %.0f/s; raw raft %.0f/s, ratio %.2f; CPU %v/op, raw raft %v), stats %.0f/s (one call each %.0f/s; fasthttp tiny %.0f/s, ratio %.2f; CPU %v/op, fasthttp %v)",
+		b.Clients, b.Duration, b.CreatesPerSec, b.SingleCreates, b.RaftAppliesPerSec, b.CreateRatio(), b.CreateCPU, b.RaftCPU,
+		b.StatsPerSec, b.SingleStats, b.FasthttpPerSec, b.StatRatio(), b.StatCPU, b.FasthttpCPU)
 }
 
 // metaRounds is how many slices each operation's time is cut into: the
@@ -88,19 +104,20 @@ func BenchMetadata(ctx context.Context, dir string, clients int, d time.Duration
 	defer bm.close()
 
 	type phase struct {
-		name string
-		op   func(ctx context.Context, worker int, seq int64) error
-		rate *float64
-		n    int64
-		el   time.Duration
+		name    string
+		op      func(ctx context.Context, worker int, seq int64) error
+		rate    *float64
+		cpuPer  *time.Duration
+		n       int64
+		el, cpu time.Duration
 	}
 	phases := []*phase{
-		{name: "raw raft", op: rr.apply, rate: &res.RaftAppliesPerSec},
-		{name: "create", op: bm.createCoalesced, rate: &res.CreatesPerSec},
-		{name: "single create", op: bm.create, rate: &res.SingleCreates},
-		{name: "fasthttp", op: hs.call, rate: &res.FasthttpPerSec},
-		{name: "stat", op: bm.statCoalesced, rate: &res.StatsPerSec},
-		{name: "single stat", op: bm.stat, rate: &res.SingleStats},
+		{name: "raw raft", op: rr.apply, rate: &res.RaftAppliesPerSec, cpuPer: &res.RaftCPU},
+		{name: "create", op: bm.createCoalesced, rate: &res.CreatesPerSec, cpuPer: &res.CreateCPU},
+		{name: "single create", op: bm.create, rate: &res.SingleCreates, cpuPer: &res.SingleCreateCPU},
+		{name: "fasthttp", op: hs.call, rate: &res.FasthttpPerSec, cpuPer: &res.FasthttpCPU},
+		{name: "stat", op: bm.statCoalesced, rate: &res.StatsPerSec, cpuPer: &res.StatCPU},
+		{name: "single stat", op: bm.stat, rate: &res.SingleStats, cpuPer: &res.SingleStatCPU},
 	}
 	for r := 0; r < metaRounds; r++ {
 		for i := range phases {
@@ -109,17 +126,30 @@ func BenchMetadata(ctx context.Context, dir string, clients int, d time.Duration
 				p = phases[len(phases)-1-i]
 			}
 			bm.pass++ // new names for the create phases
+			cpu := processCPU()
 			n, el, err := drive(ctx, clients, 0, d/metaRounds, p.op)
 			if err != nil {
 				return res, fmt.Errorf("%s phase: %w", p.name, err)
 			}
-			p.n, p.el = p.n+n, p.el+el
+			p.n, p.el, p.cpu = p.n+n, p.el+el, p.cpu+processCPU()-cpu
 		}
 	}
 	for _, p := range phases {
 		*p.rate = float64(p.n) / p.el.Seconds()
+		if p.n > 0 {
+			*p.cpuPer = p.cpu / time.Duration(p.n)
+		}
 	}
 	return res, errors.Join(rr.close(), hs.close(), bm.close())
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // drive runs op from clients goroutines until total operations are done

@@ -70,7 +70,8 @@ func TestBenchMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.CreatesPerSec <= 0 || r.SingleCreates <= 0 || r.StatsPerSec <= 0 || r.SingleStats <= 0 || r.RaftAppliesPerSec <= 0 || r.FasthttpPerSec <= 0 {
+	if r.CreatesPerSec <= 0 || r.SingleCreates <= 0 || r.StatsPerSec <= 0 || r.SingleStats <= 0 || r.RaftAppliesPerSec <= 0 || r.FasthttpPerSec <= 0 ||
+		r.CreateCPU <= 0 || r.RaftCPU <= 0 || r.StatCPU <= 0 || r.FasthttpCPU <= 0 {
 		t.Fatalf("bench: %s", r)
 	}
 	t.Log(r)
