@@ -71,7 +71,10 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		Log:               log,
 		RaftTimeout:       50 * time.Millisecond,
 		HeartbeatInterval: 100 * time.Millisecond,
-		HeartbeatTimeout:  time.Second,
+		// One second (ten beats) was short: under -race on a loaded 2-core
+		// machine a data server's beats stalled for over a second and a
+		// create failed ENOSPC (TestPunchHole, permtest's TestMatrix).
+		HeartbeatTimeout: 3 * time.Second,
 	}
 	for _, opt := range opts {
 		opt(&o)
