@@ -41,7 +41,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		_ = n.fsys.release(of)
 		return nil, 0, n.fsys.errs.fail("open", ino, err)
 	}
-	fuseFlags := n.fsys.openFlags(flags, a.Size, n.restamp(a), n.fsys.shared(of))
+	fuseFlags := n.fsys.openFlags(flags, a, n.restamp(a), n.fsys.shared(of))
 	return &handle{of: of, flags: flags}, fuseFlags, 0
 }
 
@@ -109,7 +109,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	ch := n.child(ctx, a, out)
 	ch.Operations().(*node).restamp(a)
-	return ch, &handle{of: of, flags: flags}, n.fsys.openFlags(flags, a.Size, false, n.fsys.shared(of)), 0
+	return ch, &handle{of: of, flags: flags}, n.fsys.openFlags(flags, a, false, n.fsys.shared(of)), 0
 }
 
 // Read reads from the shared file, after this mount's buffered writes.

@@ -4,6 +4,8 @@ import (
 	"syscall"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
 )
 
 // Streaming past the page cache. Through the kernel's page cache, a large
@@ -14,11 +16,15 @@ import (
 // copy straight between the process's buffer and the mount's. The mount
 // chooses it per open, where the page cache would not be used again:
 //
-//   - An open for writing only (O_WRONLY: cp, dd, a shell's >, fopen "w").
-//     What it writes is never read back from the cache: the next open
-//     sees a new size or mtime and drops the file's cached pages
-//     (node.restamp), and a write-only descriptor can neither read nor
-//     map the file.
+//   - An open for writing only (O_WRONLY: cp, dd, a shell's >, fopen "w")
+//     of a file without setuid or setgid bit. What it writes is never
+//     read back from the cache: the next open sees a new size or mtime
+//     and drops the file's cached pages (node.restamp), and a write-only
+//     descriptor can neither read nor map the file. (The kernel clears a
+//     setuid or setgid bit at a write through the page cache, with a
+//     setattr as the writer; a direct write leaves that to the server,
+//     which does it at the close's commit: a file made setuid while
+//     open for writing here keeps the bit until then.)
 //   - An open for reading only of a file of at least Options.StreamMin
 //     bytes that is new to this mount (not opened here before, or changed
 //     since), while no other handle of the file is open here. Its first
@@ -42,29 +48,29 @@ const defaultStreamMin = 32 << 20
 // openFlags are the FOPEN flags of an open of a regular file with the
 // open(2) flags flags: FOPEN_DIRECT_IO on a DirectIO mount or where the
 // open streams (above), FOPEN_KEEP_CACHE where the file is what it was at
-// the last open here (same). size is the file's size; shared reports
-// that another handle of the file is open on this mount.
-func (fsys *fileSystem) openFlags(flags uint32, size uint64, same, shared bool) uint32 {
+// the last open here (same). a holds the file's attributes; shared
+// reports that another handle of the file is open on this mount.
+func (fsys *fileSystem) openFlags(flags uint32, a *rpc.Attr, same, shared bool) uint32 {
 	var out uint32
 	if same {
 		out |= gofuse.FOPEN_KEEP_CACHE
 	}
-	if fsys.opts.DirectIO || fsys.streams(flags, size, same, shared) {
+	if fsys.opts.DirectIO || fsys.streams(flags, a, same, shared) {
 		out |= gofuse.FOPEN_DIRECT_IO
 	}
 	return out
 }
 
 // streams reports whether an open bypasses the page cache (above).
-func (fsys *fileSystem) streams(flags uint32, size uint64, same, shared bool) bool {
+func (fsys *fileSystem) streams(flags uint32, a *rpc.Attr, same, shared bool) bool {
 	if !fsys.directMmap.Load() || fsys.opts.StreamMin < 0 {
 		return false
 	}
 	switch flags & syscall.O_ACCMODE {
 	case syscall.O_WRONLY:
-		return true
+		return a.Mode&(syscall.S_ISUID|syscall.S_ISGID) == 0
 	case syscall.O_RDONLY:
-		return !same && !shared && size >= uint64(fsys.opts.StreamMin)
+		return !same && !shared && a.Size >= uint64(fsys.opts.StreamMin)
 	}
 	return false
 }

@@ -2,9 +2,12 @@ package fuse
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,5 +218,52 @@ func waitReleased(t *testing.T, s *Server, p string) {
 			t.Fatalf("%s is still open on the mount a minute after its last close", p)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestStreamSetuid: a user who is not root writing through a write-only
+// open of a setuid file clears the bit at the write, as on a local file
+// system (the kernel does it through the page cache, which such an open
+// therefore keeps): the mode the writer sees while its descriptor is
+// still open is 0777, not 04777.
+func TestStreamSetuid(t *testing.T) {
+	requireFUSE(t)
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPING: needs root (setpriv to another user): NOTHING WAS TESTED")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skipf("SKIPPING: no setpriv (%v): NOTHING WAS TESTED", err)
+	}
+	cl := testcluster.Start(t, 2)
+	s := mountCluster(t, cl, DefaultOptions())
+	// The other user must reach the mount point.
+	if err := os.Chmod(filepath.Dir(s.Dir()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(s.Dir(), "suid")
+	if err := os.WriteFile(p, []byte("x"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Chmod(p, 0o4777); err != nil { // os.Chmod takes os.ModeSetuid, not 0o4000
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil || st.Mode&0o7777 != 0o4777 {
+		t.Fatalf("chmod 4777: mode %o (%v)", st.Mode&0o7777, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// The shell opens, writes and stats while the descriptor is open; it
+	// runs in its own process (and changes directory there), not in this
+	// one, which serves the mount.
+	cmd := exec.CommandContext(ctx, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+		"sh", "-c", `exec 3>>"$1" && printf written >&3 && stat -c %a "$1"`, "sh", p)
+	cmd.Dir = os.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("write as nobody: %v: %s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != "777" {
+		t.Fatalf("after a write by nobody through O_WRONLY|O_APPEND, the file's mode is %s while the writer has it open, want 777 (setuid cleared)", got)
 	}
 }

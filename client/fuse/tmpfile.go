@@ -47,7 +47,7 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *gofu
 	of.addSilly(parent, name)
 	ch := n.child(ctx, a, out)
 	ch.Operations().(*node).restamp(a)
-	return ch, &handle{of: of, flags: flags}, n.fsys.openFlags(flags, a.Size, false, n.fsys.shared(of)), 0
+	return ch, &handle{of: of, flags: flags}, n.fsys.openFlags(flags, a, false, n.fsys.shared(of)), 0
 }
 
 // hidden reports whether a listing of directory parent leaves e out: the
