@@ -181,8 +181,12 @@ func (s *Server) getattr(_ context.Context, r *rpc.InoReq) (*rpc.AttrResp, error
 func (s *Server) setattr(ctx context.Context, r *rpc.SetattrReq) (*rpc.AttrResp, error) {
 	c, now := s.caller(ctx), s.now()
 	var req rpc.SetattrReq
+	cut := false // the size goes down: NFS clients' layouts are recalled
 	err := s.check(func(st *state) (err error) {
 		req, err = st.maySetattr(&c, r, now)
+		if n, nerr := st.node(r.Ino); err == nil && nerr == nil && r.Valid&rpc.SetSize != 0 && n.isFile() && r.Size < n.Size {
+			cut = true
+		}
 		return err
 	})
 	if err != nil {
@@ -191,6 +195,12 @@ func (s *Server) setattr(ctx context.Context, r *rpc.SetattrReq) (*rpc.AttrResp,
 	res, err := s.apply(cmdSetattr, &setattrCmd{Req: req, Now: now})
 	if err != nil {
 		return nil, err
+	}
+	if cut {
+		// The client cut the components before this call: the layouts
+		// NFS clients hold name bytes that are gone, and a writer's late
+		// WRITEs must not grow them again (recall.go).
+		s.recallLayouts(r.Ino)
 	}
 	return &rpc.AttrResp{Attr: res.attr}, nil
 }
@@ -442,6 +452,7 @@ func (s *Server) relayout(r *rpc.XattrReq, size uint64, cur layout.Layout) (*rpc
 	if _, err := s.apply(cmdRelayout, &relayoutCmd{Ino: r.Ino, Layout: lay, Now: s.now()}); err != nil {
 		return nil, err
 	}
+	s.recallLayouts(r.Ino) // the layouts NFS clients hold name the old generation
 	return &rpc.Empty{}, nil
 }
 

@@ -6,8 +6,10 @@ package mds
 // answer. The rebuild manager calls it where it decides to move a
 // component off a data server that is up (drain, rebalance, the rebuild of
 // a stale copy: a writer must let go first) and after it swapped the moved
-// component in (readers must learn where it is now). RecallLayouts must
-// not block.
+// component in (readers must learn where it is now); setattr calls it
+// after a cut of a file's size (its client cut the components first) and
+// relayout after a restripe (a new generation). RecallLayouts must not
+// block.
 type LayoutRecaller interface {
 	RecallLayouts(ino uint64)
 }

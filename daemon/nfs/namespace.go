@@ -267,6 +267,9 @@ func (c *compound) setattr(r *xdr.Reader, w *xdr.Writer) uint32 {
 		return nfs4errPerm
 	}
 	if sa.req.Valid&rpc.SetSize != 0 {
+		if sa.req.Size < a.Size {
+			c.s.recallBefore(c.ctx, c.cur, c.sess.cl) // a cut
+		}
 		if err := c.s.files.truncate(c.ctx, c.cur, int64(sa.req.Size)); err != nil {
 			return statusOf(err)
 		}

@@ -198,6 +198,9 @@ func (c *compound) open(r *xdr.Reader, w *xdr.Writer) uint32 {
 		return st
 	}
 	if !created && sa.req.Valid&rpc.SetSize != 0 && how == open4Create && mode == createUnchecked {
+		if sa.req.Size < file.Size {
+			c.s.recallBefore(c.ctx, file.Ino, c.sess.cl) // a cut
+		}
 		if err := c.s.files.truncate(c.ctx, file.Ino, int64(sa.req.Size)); err != nil {
 			return statusOf(err)
 		}

@@ -14,7 +14,10 @@ import (
 // Recall and fencing (RFC 8881 section 12.5.5, RFC 8435 section 2.2).
 //
 // The MDS tells the front end (RecallLayouts) before it moves a component
-// of a file (rebuild, drain, rebalance) and after it swapped one in. The
+// of a file (rebuild, drain, rebalance), after it swapped one in, and after
+// a Strata client cut a file's size or restriped it. Before the front end
+// cuts a file for an NFS client (SETATTR or OPEN of a size), it recalls
+// the other clients' layouts itself and waits (recallBefore). The
 // front end sends CB_LAYOUTRECALL over the backchannel of every client
 // holding a layout of the file and waits RecallTimeout for the layouts to
 // come back (LAYOUTRETURN; a write layout's grant is then returned to the
@@ -95,15 +98,36 @@ func (s *Server) RecallLayouts(ino uint64) {
 	s.rc.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		s.recall(s.ctx, ino)
+		s.recall(s.ctx, ino, nil, false)
 		s.rc.mu.Lock()
 		delete(s.rc.active, ino)
 		s.rc.mu.Unlock()
 	}()
 }
 
-// recall is one recall of the layouts of ino.
-func (s *Server) recall(ctx context.Context, ino uint64) {
+// recallBefore recalls the layouts of ino that clients other than
+// except hold and waits until they are returned, or fenced after
+// RecallTimeout: a writer's WRITE to a data server that arrives after a
+// cut would grow the component again and its LAYOUTCOMMIT the size, and
+// bytes written before the cut would show through a later extension.
+func (s *Server) recallBefore(ctx context.Context, ino uint64, except *clientRec) {
+	s.rc.mu.Lock()
+	ok := s.rc.started && !s.rc.closing
+	if ok {
+		s.wg.Add(1)
+	}
+	s.rc.mu.Unlock()
+	if !ok {
+		return
+	}
+	defer s.wg.Done()
+	s.recall(ctx, ino, except, true)
+}
+
+// recall is one recall of the layouts of ino, but those of client except.
+// Unless always, a writer recalled less than RecallTimeout ago is not
+// asked again.
+func (s *Server) recall(ctx context.Context, ino uint64, except *clientRec, always bool) {
 	type pending struct {
 		lr   *stateRec
 		se   *session
@@ -115,10 +139,10 @@ func (s *Server) recall(ctx context.Context, ino uint64) {
 	now := time.Now()
 	st.mu.Lock()
 	for _, lr := range st.stateids {
-		if lr.kind != kindLayout || lr.ino != ino || lr.fenced {
+		if lr.kind != kindLayout || lr.ino != ino || lr.fenced || lr.cl == except {
 			continue
 		}
-		if lr.write && now.Sub(lr.recalled) < s.cfg.RecallTimeout {
+		if !always && lr.write && now.Sub(lr.recalled) < s.cfg.RecallTimeout {
 			// A writer that took a layout again right after a recall
 			// keeps the file busy however often it is recalled: ask
 			// again once per RecallTimeout, not at every rebuild retry.

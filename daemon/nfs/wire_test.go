@@ -137,9 +137,15 @@ const (
 // session does EXCHANGE_ID and CREATE_SESSION.
 func (c *wireClient) session() {
 	c.t.Helper()
+	c.sessionAs("wire-test-client")
+}
+
+// sessionAs is session as the client named owner.
+func (c *wireClient) sessionAs(owner string) {
+	c.t.Helper()
 	st, res, r := c.compound(1, op{opExchangeID, func(w *xdr.Writer) {
 		w.Fixed([]byte("verifier"))
-		w.String("wire-test-client")
+		w.String(owner)
 		w.Uint32(0)
 		w.Uint32(0) // SP4_NONE
 		w.Uint32(0) // no impl id

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -47,6 +48,8 @@ func main() {
 		mirror(mnt)
 	case "move":
 		move(mnt)
+	case "cut":
+		cut(mnt)
 	default:
 		step("scenario", fmt.Errorf("unknown scenario %q", os.Args[2]))
 	}
@@ -334,6 +337,57 @@ func timedIO(p string, n int, prefix string) {
 	}
 	step(prefix+"bigread", err)
 	fmt.Printf("GUEST BENCH %sread_mib=%d seconds=%.3f\n", prefix, n, time.Since(t0).Seconds())
+}
+
+// cut: write 6 MiB to /cut.bin and close it, drop the caches, then open
+// it for reading and read it all through a descriptor that stays open
+// (the kernel holds a read layout and the file's pages); tell the host (/cut-marker =
+// "started"), which cuts the file to 1 MiB through Strata ("cut"). A new
+// open then sees 1 MiB holding the first MiB written, and the old
+// descriptor reads nothing past it; tell the host ("read-cut"), which
+// extends the file to 6 MiB again ("extended"): the 5 MiB past the cut
+// read as zeros, never as the bytes written there before the cut. (The
+// descriptor is read-only: while a Linux client has a file open for
+// writing it keeps its cached pages whatever the server's change
+// attribute says, docs/nfs.md.)
+func cut(mnt string) {
+	const size, at = 6 << 20, 1 << 20
+	data := nfsguest.Pattern(6, size)
+	p := filepath.Join(mnt, "cut.bin")
+	marker := filepath.Join(mnt, "cut-marker")
+	err := writeFile(p, data)
+	if err == nil {
+		err = dropCaches() // the reads below take a layout
+	}
+	var f *os.File
+	if err == nil {
+		f, err = os.Open(p)
+	}
+	if err == nil {
+		defer f.Close()
+		got := make([]byte, size)
+		if _, err = f.ReadAt(got, 0); err == nil && !bytes.Equal(got, data) {
+			err = errors.New("the 6 MiB read back differ from those written")
+		}
+	}
+	step("write-read", err)
+	if err != nil {
+		return
+	}
+	step("announce", writeFile(marker, []byte("started")))
+	step("wait-cut", waitContent(marker, "cut", 5*time.Minute))
+	step("read-after-cut", same(p, data[:at]))
+	n, err := f.ReadAt(make([]byte, 4096), at)
+	if errors.Is(err, io.EOF) && n == 0 {
+		err = nil
+	} else if err == nil {
+		err = fmt.Errorf("the open descriptor read %d bytes past the cut", n)
+	}
+	step("old-descriptor-eof", err)
+	step("announce-read", writeFile(marker, []byte("read-cut")))
+	step("wait-extended", waitContent(marker, "extended", 5*time.Minute))
+	want := append(append([]byte(nil), data[:at]...), make([]byte, size-at)...)
+	step("read-after-extend", same(p, want))
 }
 
 // waitContent polls until file p holds want (an open revalidates the
