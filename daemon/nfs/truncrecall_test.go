@@ -7,6 +7,7 @@ import (
 
 	"github.com/strata-hpc/strata/daemon/nfs"
 	"github.com/strata-hpc/strata/daemon/nfs/xdr"
+	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/nfsguest"
 	"github.com/strata-hpc/strata/internal/nfstest"
 	"github.com/strata-hpc/strata/internal/testcluster"
@@ -54,5 +55,36 @@ func TestTruncateRecalls(t *testing.T) {
 	got, err := nfstest.TryRead(testcluster.Context(t, time.Minute), c, "/cut")
 	if err != nil || !bytes.Equal(got, data[:size]) {
 		t.Fatalf("after the cut the client library reads %d bytes (%v), want the first %d written", len(got), err, size)
+	}
+}
+
+// TestRestripeRecalls: a Strata client restripes an empty file (its
+// layout xattr: a new generation) while an NFS client holds a layout of
+// it; the MDS has the front end recall that layout, and fence it when the
+// holder (no backchannel here) does not answer.
+func TestRestripeRecalls(t *testing.T) {
+	rig := nfstest.StartPNFSFront(t, 2, func(c *nfs.Config) { c.RecallTimeout = time.Second },
+		testcluster.WithDefaultLayout("width=1,unit=1M,scheme=none"))
+	c := rig.Cl.Client()
+	ctx := testcluster.Context(t, 3*time.Minute)
+	nfstest.WriteStrata(t, c, "/re", nil)
+
+	holder := dialNFS(t, rig.Front.Addr())
+	holder.sessionAs("holder")
+	fh := lookupFH(t, holder, "re")
+	layoutGet(t, holder, fh, openFH(t, holder, fh, "holder"))
+	if err := c.SetXattr(ctx, "/re", rpc.LayoutXattr, []byte("width=2,unit=64K"), 0); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		recalled, fenced := rig.Front.RecallStats()
+		if recalled >= 1 && fenced >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("2 minutes after the restripe: %d layouts recalled, %d fenced; want the holder's recalled and fenced", recalled, fenced)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
