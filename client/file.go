@@ -49,6 +49,9 @@ type view struct {
 	tok   capability.Token
 	codec *layout.Codec // rs:K+M only
 	stale map[int]bool  // components not to read or write (layouterror.go)
+	// inline is the content of an inline file (inline.go); nil: the
+	// bytes are on the data servers.
+	inline *inlineView
 }
 
 // Open opens name for reading.
@@ -139,6 +142,9 @@ func newView(r *rpc.LayoutGetResp) (*view, error) {
 		return nil, fmt.Errorf("layout from mds: %d addresses for %d components of %s", len(r.Layout.Addrs), l.Components(), l)
 	}
 	v := &view{lay: l, addrs: r.Layout.Addrs, tok: r.Cap, stale: staleSet(r)}
+	if v.inline, err = inlineOf(r); err != nil {
+		return nil, err
+	}
 	if l.Scheme.Kind == layout.KindRS {
 		if v.codec, err = l.Codec(); err != nil {
 			return nil, fmt.Errorf("layout from mds: %w", err)
@@ -212,7 +218,13 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if int64(n) > size-off {
 		n = int(size - off)
 	}
-	err := f.withView(func(v *view) error { return f.io(v).read(f.ctx, p[:n], off) })
+	err := f.withView(func(v *view) error {
+		if v.inline != nil {
+			v.inline.read(p[:n], off)
+			return nil
+		}
+		return f.io(v).read(f.ctx, p[:n], off)
+	})
 	if err != nil {
 		return 0, f.err("read", err)
 	}
@@ -237,6 +249,12 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 	}
 	if err := f.fits(off, int64(len(p))); err != nil {
 		return 0, f.err("write", err)
+	}
+	if done, err := f.writeInline(p, off); done || err != nil {
+		if err != nil {
+			return 0, f.err("write", err)
+		}
+		return len(p), nil
 	}
 	var comps []int
 	err := f.withView(func(v *view) error {
@@ -330,6 +348,11 @@ func (f *File) Truncate(size int64) error {
 	}
 	if err := f.fits(size, 0); err != nil {
 		return f.err("truncate", err)
+	}
+	if done, err := f.truncateInline(size); err != nil {
+		return f.err("truncate", err)
+	} else if done {
+		return nil
 	}
 	err := f.withView(func(v *view) error { return f.io(v).truncate(f.ctx, size) })
 	if err == nil {

@@ -231,7 +231,7 @@ func (f *File) refreshAttr(ctx context.Context) (*rpc.Attr, error) {
 	f.mu.Lock()
 	again := f.view != nil // a refresh, not an open: returned once, at Close
 	f.mu.Unlock()
-	req := rpc.LayoutGetReq{Ino: f.ino, Write: f.writable(), Refresh: again, Created: f.created && !again, Job: f.tag.Job, Class: uint8(f.tag.Class)}
+	req := rpc.LayoutGetReq{Ino: f.ino, Write: f.writable(), Refresh: again, Created: f.created && !again, Job: f.tag.Job, Class: uint8(f.tag.Class), Inline: true}
 	if err := f.c.mds(ctx, rpc.MLayoutGet, &req, &r); err != nil {
 		return nil, err
 	}

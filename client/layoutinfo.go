@@ -39,7 +39,7 @@ func (c *Client) GetLayout(ctx context.Context, name string) (*LayoutInfo, error
 		return nil, pathErr("getstripe", name, rpc.Errorf(syscall.EINVAL, "not a file or directory: "+clean(name)))
 	}
 	var r rpc.LayoutGetResp
-	if err := c.mds(ctx, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: a.Ino}, &r); err != nil {
+	if err := c.mds(ctx, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: a.Ino, Inline: true}, &r); err != nil {
 		return nil, pathErr("getstripe", name, err)
 	}
 	v, err := newView(&r)

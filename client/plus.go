@@ -96,7 +96,7 @@ func (c *Client) CreateInoPlus(ctx context.Context, parent uint64, name string, 
 	tag := c.tagFor(ctx)
 	req := rpc.CreatePlusReq{
 		Create: rpc.CreateReq{Parent: parent, Name: name, Mode: perm & 0o7777, Cred: cred, Exclusive: excl},
-		Open:   open, Job: tag.Job, Class: uint8(tag.Class),
+		Open:   open, Job: tag.Job, Class: uint8(tag.Class), Inline: true,
 	}
 	var r rpc.CreatePlusResp
 	ok, err := c.plus(ctx, rpc.MCreatePlus, &req, &r)

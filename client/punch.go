@@ -37,6 +37,11 @@ func (f *File) Punch(off, n int64) error {
 	if n == 0 {
 		return nil
 	}
+	if done, err := f.punchInline(off, n); err != nil {
+		return f.err("punch", err)
+	} else if done {
+		return nil
+	}
 	var comps []int
 	err := f.withView(func(v *view) error {
 		var err error

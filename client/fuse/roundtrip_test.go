@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/daemon/mds"
 	"github.com/strata-hpc/strata/internal/testcluster"
 )
 
@@ -24,7 +25,7 @@ var namespaceOps = []string{
 	"lookup", "walk", "getattr", "setattr", "create", "mkdir", "unlink", "rmdir", "rename",
 	"create.plus", "mkdir.plus", "unlink.plus", "rmdir.plus",
 	"readdir", "getxattr", "layoutget", "layoutcommit", "layoutreturn", "lockget", "lockset", "lockrelease",
-	"quota.room",
+	"quota.room", "inline.write", "inline.spill",
 }
 
 // TestMetadataRoundTrips: the MDS calls the kernel's requests for a
@@ -100,14 +101,30 @@ func TestMetadataRoundTrips(t *testing.T) {
 // TestSmallFileRoundTrips: writing a small file through the mount
 // (create, write, close) costs the MDS three calls: the create, which
 // opens the file for writing too (layout, capability, quota room), the
-// commit at close, and the return of the layout at release; the
-// directory's attributes come with the create. Reading it back (open,
-// read, close) costs a layout, with the attributes the kernel asks for at
-// open, and nothing at the close: the MDS keeps no state for a read
-// layout, so a reader returns none.
+// commit at close (or with inline files, the write itself, and nothing to
+// commit), and the return of the layout at release; the directory's
+// attributes come with the create. Reading it back (open, read, close)
+// costs a layout, with the attributes the kernel asks for at open (and an
+// inline file's bytes), and nothing at the close: the MDS keeps no state
+// for a read layout, so a reader returns none.
 func TestSmallFileRoundTrips(t *testing.T) {
 	requireFUSE(t)
-	cl := testcluster.Start(t, 4)
+	for _, tc := range []struct {
+		name      string
+		inlineMax int
+		write     string // the call that makes the bytes durable
+	}{
+		{"inline off", 0, "layoutcommit"},
+		{"inline", 64 << 10, "inline.write"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := testcluster.Start(t, 4, testcluster.WithMDSConfig(func(c *mds.Config) { c.InlineMax = tc.inlineMax }))
+			smallFileRoundTrips(t, cl, tc.write)
+		})
+	}
+}
+
+func smallFileRoundTrips(t *testing.T, cl *testcluster.Cluster, write string) {
 	opts := DefaultOptions()
 	opts.AttrTimeout, opts.EntryTimeout = time.Hour, time.Hour
 	s := mountCluster(t, cl, opts)
@@ -143,8 +160,8 @@ func TestSmallFileRoundTrips(t *testing.T) {
 		}
 	}
 	t.Logf("write x%d: MDS calls %v", n, calls)
-	if calls["create"]+calls["create.plus"] != n || calls["layoutcommit"] != n || total != 3*n {
-		t.Errorf("write x%d: MDS calls %v, want %d each of create, layoutcommit and layoutreturn and nothing else", n, calls, n)
+	if calls["create"]+calls["create.plus"] != n || calls[write] != n || total != 3*n {
+		t.Errorf("write x%d: MDS calls %v, want %d each of create, %s and layoutreturn and nothing else", n, calls, n, write)
 	}
 	before = mdsOps(t, cl)
 	for i := 0; i < n; i++ {

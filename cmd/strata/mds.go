@@ -42,6 +42,7 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	o.dur("heartbeat_timeout", "a data server silent for this `duration` is down", &cfg.HeartbeatTimeout)
 	o.dur("raft_timeout", "raft heartbeat, election and lease `timeout`", &cfg.RaftTimeout)
 	o.uint("snapshot_threshold", "raft log `entries` between snapshots", &cfg.SnapshotThreshold)
+	o.intSize("inline_max", "new files keep their bytes in the MDS (in raft) up to this `size`; 0: never (at most 256K)", &cfg.InlineMax)
 	o.str("admin_listen", "admin REST API `address`; \"off\" disables it", &adminListen)
 	adminTokenFile, adminCert, adminKey := "", "", ""
 	o.str("admin_token_file", "`file` (mode 0600) of the bearer token the admin REST API's mutations need", &adminTokenFile)

@@ -66,6 +66,8 @@ func (st *state) applySetattr(c *setattrCmd) result {
 			return fail(errf(syscall.EISDIR, "inode %d is a directory: cannot set its size", r.Ino))
 		case !n.isFile():
 			return fail(errf(syscall.EINVAL, "inode %d is not a regular file: cannot set its size", r.Ino))
+		case n.Inline && r.Size > rpc.MaxInline:
+			return fail(errf(syscall.EFBIG, "inode %d is inline: %d bytes is past the largest inline file", r.Ino, r.Size))
 		}
 	}
 	w := st.w(r.Ino)
@@ -81,6 +83,9 @@ func (st *state) applySetattr(c *setattrCmd) result {
 	if r.Valid&rpc.SetSize != 0 {
 		w.Size = r.Size
 		w.Mtime = c.Now
+		if w.Inline {
+			w.resizeInline()
+		}
 	}
 	if r.Valid&rpc.SetAtime != 0 {
 		w.Atime = r.Atime
@@ -271,7 +276,7 @@ func (st *state) applyCommit(c *commitCmd) result {
 	if c.KillPriv {
 		w.Mode = w.Mode&^0o7777 | c.Mode&0o7777
 	}
-	if c.End > w.Size {
+	if c.End > w.Size && !w.Inline { // an inline file's size is its bytes' (inline.go)
 		w.Size = c.End
 	}
 	w.Mtime = c.Mtime

@@ -73,6 +73,8 @@ const (
 
 	// Special files (mknod.go): they add inodes, an old binary must not skip them.
 	cmdMknod cmdType = 36 // mknodCmd
+
+	// Inline files: cmdInlineWrite (37) and cmdInlineSpill (38), inline.go.
 )
 
 // errUnknownCommand is wrapped when a log entry has a type this binary does
@@ -96,6 +98,7 @@ type createCmd struct {
 	Exclusive bool
 	Layout    layout.Layout
 	Now       int64
+	Inline    bool // a new file keeps its bytes in the MDS (inline.go); appended later
 }
 
 // mkdirCmd creates a directory.
@@ -255,6 +258,10 @@ func newPayload(t cmdType) any {
 		return new(projectCmd)
 	case cmdQoSPolicy:
 		return new(qosPolicyCmd)
+	case cmdInlineWrite:
+		return new(inlineWriteCmd)
+	case cmdInlineSpill:
+		return new(inlineSpillCmd)
 	}
 	return newRepairPayload(t)
 }

@@ -31,6 +31,12 @@ type Config struct {
 	Join              bool          // do not bootstrap: wait to be added as a voter (strata admin mds add)
 	Advertise         string        // RPC address followers redirect clients to; default the listen address
 
+	// InlineMax is the size up to which a new file keeps its bytes in the
+	// MDS, in raft (inline.go, docs/architecture.md); DefaultConfig sets
+	// DefaultInlineMax. 0 (and a Config made without DefaultConfig):
+	// files are never inline. At most rpc.MaxInline.
+	InlineMax int
+
 	// Failure handling (rebuild.go). A component is rebuilt when it is
 	// stale, when its data server has been down for RebuildDelay, or when
 	// its data server is draining.
@@ -82,6 +88,7 @@ func DefaultConfig() Config {
 		RebuildYieldLoad:  4,
 		RebalanceSpread:   0.10,
 		SessionTTL:        time.Hour,
+		InlineMax:         DefaultInlineMax,
 	}
 }
 
@@ -192,6 +199,9 @@ func (c Config) Validate() error {
 	}
 	if c.HeartbeatTimeout < c.HeartbeatInterval {
 		return fmt.Errorf("%w: heartbeat timeout %v is shorter than the interval %v", ErrConfig, c.HeartbeatTimeout, c.HeartbeatInterval)
+	}
+	if c.InlineMax < 0 || c.InlineMax > rpc.MaxInline {
+		return fmt.Errorf("%w: inline threshold %d is not in [0, %d]", ErrConfig, c.InlineMax, rpc.MaxInline)
 	}
 	if c.RebuildParallel < 1 || c.RebuildParallel > 64 {
 		return fmt.Errorf("%w: rebuild parallelism %d is not in [1, 64]", ErrConfig, c.RebuildParallel)

@@ -183,7 +183,7 @@ func (s *Server) dsList(ctx context.Context, _ *rpc.Empty) (*rpc.DSListResp, err
 	s.fsm.mu.RLock()
 	st := s.fsm.st
 	for _, n := range st.inodes {
-		if !n.isFile() {
+		if !n.onDS() {
 			continue
 		}
 		stale := st.staleOf(n)

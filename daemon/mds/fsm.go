@@ -197,6 +197,10 @@ func (st *state) dispatch(t cmdType, p any) result {
 		return st.applyMDSAddr(p.(*mdsAddrCmd))
 	case cmdTierPut:
 		return st.applyTierPut(p.(*tierPutCmd))
+	case cmdInlineWrite:
+		return st.applyInlineWrite(p.(*inlineWriteCmd))
+	case cmdInlineSpill:
+		return st.applyInlineSpill(p.(*inlineSpillCmd))
 	}
 	if r, ok := st.applyRepair(t, p); ok {
 		return r

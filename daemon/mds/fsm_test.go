@@ -254,6 +254,8 @@ func seedCommands() [][]byte {
 		encodeCommand(cmdCommit, &commitCmd{Ino: 2, Gen: 1, End: 100, Mtime: 3}),
 		encodeCommand(cmdRegisterDS, &registerCmd{ID: "ds", Addr: "h:1", Node: "n"}),
 		encodeCommand(cmdPurge, &purgeCmd{Orphans: []orphanKey{{1, 2}, {3, 4}}}),
+		encodeCommand(cmdInlineWrite, &inlineWriteCmd{Ino: 2, Off: 3, Data: []byte("abc"), Now: 4}),
+		encodeCommand(cmdInlineSpill, &inlineSpillCmd{Ino: 2, Gen: 1, Ver: 3, Size: 6}),
 		{byte(cmdIgnorable | 0x33), 9, 9},
 		encodeCommand(cmdBatch, &batchCmd{Cmds: [][]byte{
 			encodeCommand(cmdInit, &initCmd{Now: 5}),

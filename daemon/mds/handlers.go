@@ -78,6 +78,8 @@ func (s *Server) register(m *rpc.Mux) {
 	handle(s, m, rpc.MQoSStatus, s.qosStatus)
 	handle(s, m, rpc.MQoSDrain, s.qosDrain)
 	handle(s, m, rpc.MProjectSet, s.projectSet)
+	handle(s, m, rpc.MInlineWrite, s.inlineWrite)
+	handle(s, m, rpc.MInlineSpill, s.inlineSpill)
 	s.registerRepair(m)
 	s.registerPlus(m)
 }
@@ -192,6 +194,11 @@ func (s *Server) setattr(ctx context.Context, r *rpc.SetattrReq) (*rpc.AttrResp,
 	if err != nil {
 		return nil, err
 	}
+	if req.Valid&rpc.SetSize != 0 && req.Size > s.inlineMax() {
+		if err := s.spillInline(ctx, req.Ino, req.Size); err != nil {
+			return nil, err
+		}
+	}
 	res, err := s.apply(cmdSetattr, &setattrCmd{Req: req, Now: now})
 	if err != nil {
 		return nil, err
@@ -272,6 +279,7 @@ func (s *Server) prepareCreate(ctx context.Context, r *rpc.CreateReq) (*createCm
 		Exclusive: r.Exclusive,
 		Layout:    lay,
 		Now:       s.now(),
+		Inline:    s.inlineMax() > 0,
 	}, nil, nil
 }
 
@@ -514,7 +522,18 @@ func (s *Server) layoutGet(ctx context.Context, r *rpc.LayoutGetReq) (*rpc.Layou
 	if err := s.check(func(st *state) error { return st.mayOpen(&c, r.Ino, r.Write, r.Refresh || r.Created) }); err != nil {
 		return nil, err
 	}
-	return s.layoutFor(ctx, r.Ino, r.Write, !r.Refresh, tag)
+	if !r.Inline {
+		// A caller that does not read inline data finds the bytes on the
+		// data servers (inline.go).
+		if err := s.spillInline(ctx, r.Ino, 0); err != nil {
+			return nil, err
+		}
+	}
+	resp, err := s.layoutFor(ctx, r.Ino, r.Write, !r.Refresh, tag)
+	if err == nil && r.Inline {
+		err = s.attachInline(resp, r.Ino)
+	}
+	return resp, err
 }
 
 func (s *Server) layoutCommit(ctx context.Context, r *rpc.LayoutCommitReq) (*rpc.AttrResp, error) {

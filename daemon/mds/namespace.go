@@ -108,6 +108,7 @@ func (st *state) applyCreate(c *createCmd) result {
 		Nlink:   1,
 		Atime:   c.Now, Mtime: c.Now, Ctime: c.Now,
 		Layout: lay,
+		Inline: c.Inline,
 	})
 	st.link(c.Parent, c.Name, n, c.Now)
 	return result{attr: n.attr(), created: true}

@@ -51,7 +51,7 @@ func (s *Server) createPlus(ctx context.Context, r *rpc.CreatePlusReq) (*rpc.Cre
 // has no layout, and the client's own layoutget learns why.
 func (s *Server) openCreated(ctx context.Context, r *rpc.CreatePlusReq, resp *rpc.CreatePlusResp) {
 	ino := resp.Create.Attr.Ino
-	lg := rpc.LayoutGetReq{Ino: ino, Write: true, Created: resp.Create.Created, Job: r.Job, Class: r.Class}
+	lg := rpc.LayoutGetReq{Ino: ino, Write: true, Created: resp.Create.Created, Job: r.Job, Class: r.Class, Inline: r.Inline}
 	l, err := s.layoutGet(ctx, &lg)
 	if err != nil {
 		return

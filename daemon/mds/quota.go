@@ -218,6 +218,8 @@ func (st *state) quotaCheck(p any) error {
 			return nil
 		}
 		return st.quotaRoom(n.Uid, n.Project, c.End-n.Size, 0)
+	case *inlineWriteCmd:
+		return st.inlineQuota(c)
 	case *setattrCmd:
 		n := st.inodes[c.Req.Ino]
 		if n == nil || !n.isFile() || c.Req.Valid&rpc.SetSize == 0 || c.Req.Size <= n.Size {

@@ -129,7 +129,7 @@ func (st *state) rebalanceCandidates(views map[string]dsView, running []move) (m
 	}
 	var comps []movable
 	for ino, n := range st.inodes {
-		if !n.isFile() {
+		if !n.onDS() {
 			continue
 		}
 		l := n.Layout

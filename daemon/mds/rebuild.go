@@ -304,7 +304,7 @@ func (s *Server) scanRebuilds() {
 	}
 	if len(rep.stale) > 0 || len(rep.draining) > 0 || len(longDown) > 0 {
 		for ino, n := range st.inodes {
-			if !n.isFile() {
+			if !n.onDS() {
 				continue
 			}
 			stale := st.staleOf(n)

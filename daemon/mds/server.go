@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/strata-hpc/strata/client"
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/layout"
 )
@@ -45,14 +46,17 @@ type Server struct {
 	leases    *leases
 	met       *metrics
 	rmet      *repairMetrics
-	wr        *writers    // files granted for writing (stale.go)
-	horizonMu sync.Mutex  // one raise of the write-grant horizon at a time
-	regMu     sync.Mutex  // one data server registration at a time (handlers.go)
-	rb        *rebuilder  // the rebuild manager (rebuild.go)
-	groups    *groupCache // callers' supplementary groups (caller.go)
-	dsc       *rpc.Client // calls to data servers (GC)
-	auth      *authState  // who is asking (auth.go)
-	tls       tlsConfigs  // Config.TLS loaded; zero: plain (tls.go)
+	wr        *writers       // files granted for writing (stale.go)
+	horizonMu sync.Mutex     // one raise of the write-grant horizon at a time
+	regMu     sync.Mutex     // one data server registration at a time (handlers.go)
+	rb        *rebuilder     // the rebuild manager (rebuild.go)
+	groups    *groupCache    // callers' supplementary groups (caller.go)
+	dsc       *rpc.Client    // calls to data servers (GC)
+	spillMu   sync.Mutex     // one spill of an inline file at a time (inline.go)
+	spillCMu  sync.Mutex     // guards spillC
+	spillC    *client.Client // writes spilled inline files; nil until the first
+	auth      *authState     // who is asking (auth.go)
+	tls       tlsConfigs     // Config.TLS loaded; zero: plain (tls.go)
 	ready     chan struct{}
 	office    atomic.Uint64 // the raft term this node last took office in (ha.go)
 
@@ -228,6 +232,11 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	s.dsc.Close()
+	s.spillCMu.Lock()
+	if s.spillC != nil {
+		_ = s.spillC.Close() // idle connections only
+	}
+	s.spillCMu.Unlock()
 	s.log.Info("mds_stopped")
 	return errors.Join(errs...)
 }

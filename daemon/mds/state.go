@@ -33,6 +33,12 @@ type inode struct {
 	Layout  layout.Layout     // files; Targets is never modified in place
 	Project uint32            // quota project (quota.go); appended later: 0 in older snapshots
 	Rdev    uint32            // device nodes (rpc.Mkdev); appended later: 0 in older snapshots
+	// Inline files (inline.go), appended later: false in older snapshots.
+	// Data is never modified in place.
+	Inline  bool
+	Data    []byte // the file's bytes while Inline
+	DataSum uint32 // CRC32C of Data
+	DataVer uint64 // counts the changes of Data
 
 	epoch uint64 // state epoch this copy belongs to
 }

@@ -326,6 +326,10 @@ type LayoutGetReq struct {
 	// Appended later: an older client asks for class io, no job.
 	Job   string
 	Class uint8
+	// Inline says the caller reads and writes inline files (inlinemsg.go);
+	// appended later: an older client sends false, and the MDS moves an
+	// inline file to the data servers before it answers.
+	Inline bool
 }
 
 // LayoutGetResp answers LayoutGet with fresh attributes (close-to-open).
@@ -336,6 +340,10 @@ type LayoutGetResp struct {
 	Layout Layout
 	Cap    capability.Token
 	Stale  []uint32 // appended later: an older MDS sends none
+	// Inline is the content of an inline file (inlinemsg.go), only to a
+	// caller that asked with Inline; nil: the bytes are on the data
+	// servers. Appended later.
+	Inline *InlineData
 }
 
 // LayoutCommitReq publishes what a writer made durable: the file's size

@@ -32,6 +32,7 @@ type CreatePlusReq struct {
 	Open   bool
 	Job    string
 	Class  uint8
+	Inline bool // as LayoutGetReq.Inline; appended later
 }
 
 // CreatePlusResp answers MCreatePlus: the create's answer, the

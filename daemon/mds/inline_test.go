@@ -1,0 +1,123 @@
+package mds
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"reflect"
+	"syscall"
+	"testing"
+
+	"github.com/strata-hpc/strata/daemon/rpc"
+	"github.com/strata-hpc/strata/internal/crc32c"
+)
+
+// TestInlineApply: inline writes and sizes change an inline file's bytes
+// and checksum on every replica alike; snapshots carry them; a spill holds
+// only for the version it wrote out, and after it inline writes are
+// refused.
+func TestInlineApply(t *testing.T) {
+	d := &fsmDriver{t: t, f: newFSM()}
+	d.must(cmdInit, &initCmd{Now: 1})
+	ino := d.must(cmdCreate, &createCmd{Parent: rpc.RootIno, Name: "f", Mode: 0o644, Layout: testLayout("ds1", "ds2"), Now: 2, Inline: true}).attr.Ino
+	d.must(cmdInlineWrite, &inlineWriteCmd{Ino: ino, Off: 0, Data: []byte("hello world"), Now: 3})
+	d.must(cmdInlineWrite, &inlineWriteCmd{Ino: ino, Off: 20, Data: []byte("!"), Now: 4})
+	want := append([]byte("hello world"), make([]byte, 9)...)
+	want = append(want, '!')
+	n := d.f.st.inodes[ino]
+	if !bytes.Equal(n.Data, want) || n.Size != uint64(len(want)) || n.DataSum != crc32c.Checksum(want) || n.Mtime != 4 {
+		t.Fatalf("after two writes: data %q size %d sum %08x mtime %d", n.Data, n.Size, n.DataSum, n.Mtime)
+	}
+	d.must(cmdSetattr, &setattrCmd{Req: rpc.SetattrReq{Ino: ino, Valid: rpc.SetSize, Size: 5}, Now: 5})
+	if n := d.f.st.inodes[ino]; string(n.Data) != "hello" || n.Size != 5 || n.DataSum != crc32c.Checksum([]byte("hello")) {
+		t.Fatalf("after truncate: data %q size %d", n.Data, n.Size)
+	}
+	if r := d.apply(cmdSetattr, &setattrCmd{Req: rpc.SetattrReq{Ino: ino, Valid: rpc.SetSize, Size: rpc.MaxInline + 1}, Now: 5}); errnoOf(r.err) != syscall.EFBIG {
+		t.Fatalf("an inline file set past the largest inline size: %v, want EFBIG", r.err)
+	}
+
+	// A snapshot carries the inline bytes.
+	snap, err := d.f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newFSM()
+	if err := g.Restore(io.NopCloser(bytes.NewReader(persist(t, snap)))); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(comparable(d.f.st), comparable(g.st)) {
+		t.Fatal("restored state differs from the snapshotted one")
+	}
+	if got := g.st.inodes[ino]; !got.Inline || string(got.Data) != "hello" {
+		t.Fatalf("restored inline file: inline %v data %q", got.Inline, got.Data)
+	}
+
+	// A spill of an older version is refused; of the current one holds.
+	ver := d.f.st.inodes[ino].DataVer
+	if r := d.apply(cmdInlineSpill, &inlineSpillCmd{Ino: ino, Gen: 1, Ver: ver - 1, Size: 5}); errnoOf(r.err) != syscall.ESTALE {
+		t.Fatalf("spill of a changed file: %v, want ESTALE", r.err)
+	}
+	d.must(cmdInlineSpill, &inlineSpillCmd{Ino: ino, Gen: 1, Ver: ver, Size: 5})
+	if n := d.f.st.inodes[ino]; n.Inline || n.Data != nil || n.Size != 5 {
+		t.Fatalf("after the spill: inline %v, %d bytes kept, size %d", n.Inline, len(n.Data), n.Size)
+	}
+	if r := d.apply(cmdInlineWrite, &inlineWriteCmd{Ino: ino, Data: []byte("x"), Now: 6}); !errors.Is(r.err, errNotInline) {
+		t.Fatalf("inline write after the spill: %v", r.err)
+	}
+	// A file created without Inline is never inline.
+	plain := d.must(cmdCreate, &createCmd{Parent: rpc.RootIno, Name: "g", Mode: 0o644, Layout: testLayout("ds1"), Now: 7}).attr.Ino
+	if r := d.apply(cmdInlineWrite, &inlineWriteCmd{Ino: plain, Data: []byte("x"), Now: 8}); !errors.Is(r.err, errNotInline) {
+		t.Fatalf("inline write to a file on the data servers: %v", r.err)
+	}
+}
+
+// TestInlineCorrupt: inline bytes that no longer match their CRC32C (a
+// bit flipped in memory or in a snapshot) are EIO to a reader and are not
+// moved to the data servers, never returned as data.
+func TestInlineCorrupt(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.InlineMax = 64 << 10
+	m := startMDS(t, cfg)
+	m.fakeDSes(4)
+	cr := must[rpc.CreateResp](m, rpc.MCreate, &rpc.CreateReq{Parent: rpc.RootIno, Name: "f", Mode: 0o644})
+	ino := cr.Attr.Ino
+	lg := must[rpc.LayoutGetResp](m, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: ino, Write: true, Inline: true})
+	if lg.Inline == nil {
+		t.Fatal("a new file of an MDS with an inline threshold is not inline")
+	}
+	data := bytes.Repeat([]byte("0123456789"), 100)
+	w := must[rpc.InlineWriteResp](m, rpc.MInlineWrite, &rpc.InlineWriteReq{Ino: ino, Data: data, Cap: lg.Cap})
+	if w.Spilled || w.Attr.Size != uint64(len(data)) {
+		t.Fatalf("inline write: spilled %v, size %d", w.Spilled, w.Attr.Size)
+	}
+	lg = must[rpc.LayoutGetResp](m, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: ino, Inline: true})
+	if lg.Inline == nil || !bytes.Equal(lg.Inline.Data, data) || lg.Inline.Sum != crc32c.Checksum(data) {
+		t.Fatal("layoutget does not return the inline bytes written")
+	}
+
+	// A write without a write capability is refused.
+	rd := must[rpc.LayoutGetResp](m, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: ino, Inline: true})
+	if _, err := call[rpc.InlineWriteResp](m, rpc.MInlineWrite, &rpc.InlineWriteReq{Ino: ino, Data: []byte("x"), Cap: rd.Cap}); errnoOf(err) != syscall.EACCES {
+		t.Fatalf("inline write with a read capability: %v, want EACCES", err)
+	}
+
+	m.fsm.mu.Lock()
+	n := m.fsm.st.inodes[ino]
+	bad := bytes.Clone(n.Data)
+	bad[77] ^= 0x10
+	n.Data = bad
+	m.fsm.mu.Unlock()
+	if _, err := call[rpc.LayoutGetResp](m, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: ino, Inline: true}); errnoOf(err) != syscall.EIO {
+		t.Fatalf("layoutget of corrupt inline data: %v, want EIO", err)
+	}
+	// An older reader's layoutget would move it: the corrupt bytes stay.
+	if _, err := call[rpc.LayoutGetResp](m, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: ino}); errnoOf(err) != syscall.EIO {
+		t.Fatalf("layoutget without inline of corrupt inline data: %v, want EIO", err)
+	}
+	m.fsm.mu.RLock()
+	still := m.fsm.st.inodes[ino].Inline
+	m.fsm.mu.RUnlock()
+	if !still {
+		t.Fatal("corrupt inline data was moved to the data servers")
+	}
+}
