@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -81,9 +82,18 @@ func (f *File) writeInline(p []byte, off int64) (bool, error) {
 	}
 	end := off + int64(len(p))
 	if end <= v.inline.max {
-		req := rpc.InlineWriteReq{Ino: f.ino, Off: uint64(off), Data: p, Mtime: time.Now().UnixNano(), Cap: v.tok}
-		var r rpc.InlineWriteResp
-		if err := f.c.mds(f.ctx, rpc.MInlineWrite, &req, &r); err != nil {
+		r, err := f.sendInline(v, p, off)
+		if errors.Is(err, syscall.EACCES) && time.Now().UnixNano() > v.tok.Expiry-int64(time.Second) {
+			// The capability expired: a fresh one, as withView does.
+			if err := f.refresh(f.ctx); err != nil {
+				return true, err
+			}
+			if v, err = f.current(); err != nil || v.inline == nil {
+				return false, err
+			}
+			r, err = f.sendInline(v, p, off)
+		}
+		if err != nil {
 			return true, err
 		}
 		if !r.Spilled {
@@ -99,6 +109,16 @@ func (f *File) writeInline(p []byte, off int64) (bool, error) {
 		return true, err
 	}
 	return false, f.refresh(f.ctx)
+}
+
+// sendInline sends one inline write with the capability of view v.
+func (f *File) sendInline(v *view, p []byte, off int64) (*rpc.InlineWriteResp, error) {
+	req := rpc.InlineWriteReq{Ino: f.ino, Off: uint64(off), Data: p, Mtime: time.Now().UnixNano(), Cap: v.tok}
+	var r rpc.InlineWriteResp
+	if err := f.c.mds(f.ctx, rpc.MInlineWrite, &req, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // truncateInline sets the size of an inline file and reports true, or

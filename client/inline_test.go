@@ -331,3 +331,31 @@ func TestInlineQuota(t *testing.T) {
 		t.Fatalf("the refused write changed the file: %d bytes", len(got))
 	}
 }
+
+// TestInlineCapabilityExpiry: a handle whose capability expired writes an
+// inline file again with a fresh one, as it does to data servers.
+func TestInlineCapabilityExpiry(t *testing.T) {
+	cl := testcluster.Start(t, 2, testcluster.WithMDSConfig(func(c *mds.Config) {
+		c.InlineMax = 64 << 10
+		c.CapabilityTTL = time.Second
+	}))
+	ctx := testcluster.Context(t, time.Minute)
+	c := cl.Client()
+	f, err := c.Create(ctx, "/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("before ")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // past the capability's expiry
+	if _, err := f.Write([]byte("after")); err != nil {
+		t.Fatalf("inline write with an expired capability: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readInline(ctx, t, c, "/f"); string(got) != "before after" {
+		t.Fatalf("read %q", got)
+	}
+}
