@@ -359,3 +359,48 @@ func TestInlineCapabilityExpiry(t *testing.T) {
 		t.Fatalf("read %q", got)
 	}
 }
+
+// TestInlineTwoWriters: two handles write one inline file; when one moves
+// it to the data servers, the other's next write finds out and goes there
+// too, and every byte both wrote is read back.
+func TestInlineTwoWriters(t *testing.T) {
+	cl := inlineCluster(t, 2)
+	ctx := testcluster.Context(t, time.Minute)
+	c := cl.Client()
+	writeInline(ctx, t, c, "/f", nil)
+	a, err := c.OpenFile(ctx, "/f", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cl.Client().OpenFile(ctx, "/f", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.WriteAt([]byte("from a, inline"), 0); err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("b"), 100<<10)
+	if _, err := b.WriteAt(big, 1000); err != nil { // past the threshold: moves the file
+		t.Fatal(err)
+	}
+	// Within the threshold, but the file is no longer inline.
+	if _, err := a.WriteAt([]byte("A2"), 20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.WriteAt([]byte("from a, on the data servers"), 200<<10); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*client.File{a, b} {
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := make([]byte, 200<<10+len("from a, on the data servers"))
+	copy(want, "from a, inline")
+	copy(want[20:], "A2")
+	copy(want[1000:], big)
+	copy(want[200<<10:], "from a, on the data servers")
+	if got := readInline(ctx, t, c, "/f"); !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, not the %d both handles wrote", len(got), len(want))
+	}
+}
