@@ -35,7 +35,11 @@ var metaOps = []string{"mkdir", "create", "stat", "unlink", "rmdir"}
 // 2,500 small files each and, after the caches expire, open, read back
 // (checked) and close every one. Rates are operations (files) per second
 // over all processes, from the moment the processes are told to start;
-// beside them, the MDS calls per operation (file) the Strata mount made.
+// beside them, the MDS calls per operation (file) the Strata mount made
+// and the CPU time per operation of the file system's side (this process:
+// the Strata mount with its MDS and data servers, or the loopback mount;
+// not the processes making the calls), which a loaded machine moves less
+// than the rates.
 func BenchmarkMountMeta(b *testing.B) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		b.Skipf("SKIPPING MOUNT METADATA BENCHMARK: /dev/fuse is missing (%v)", err)
@@ -57,11 +61,13 @@ func BenchmarkMountMeta(b *testing.B) {
 
 		type figures map[string]float64 // "create/1" -> ops/s
 		var s, l figures = figures{}, figures{}
-		calls := figures{} // "create/1" -> Strata MDS calls per entry
+		calls := figures{}                        // "create/1" -> Strata MDS calls per entry
+		var sc, lc figures = figures{}, figures{} // "create/1" -> CPU us per entry
 		for _, m := range []struct {
 			dir string
 			f   figures
-		}{{strata.Dir(), s}, {loop, l}} {
+			cpu figures
+		}{{strata.Dir(), s, sc}, {loop, l, lc}} {
 			for _, procs := range []int{1, 4} {
 				root := filepath.Join(m.dir, "meta"+strconv.Itoa(procs))
 				dirs, err := procDirs(root, procs)
@@ -73,11 +79,12 @@ func BenchmarkMountMeta(b *testing.B) {
 						time.Sleep(wait)
 					}
 					before := cl.MDSOps()
-					rate, err := runMetaPhase(op, dirs, files)
+					rate, cpu, err := runMetaPhase(op, dirs, files)
 					if err != nil {
 						b.Fatalf("%s: %s with %d processes: %v", m.dir, op, procs, err)
 					}
 					m.f[op+"/"+strconv.Itoa(procs)] = rate
+					m.cpu[op+"/"+strconv.Itoa(procs)] = float64(cpu) / float64(time.Microsecond)
 					if m.dir == strata.Dir() {
 						calls[op+"/"+strconv.Itoa(procs)] = mountCalls(before, cl.MDSOps(), procs*files)
 					}
@@ -93,7 +100,7 @@ func BenchmarkMountMeta(b *testing.B) {
 			}
 			before := cl.MDSOps()
 			start := time.Now()
-			if _, err := runMetaPhase("write", dirs, small); err != nil {
+			if _, _, err := runMetaPhase("write", dirs, small); err != nil {
 				b.Fatalf("%s: small files: %v", m.dir, err)
 			}
 			el := time.Since(start)
@@ -103,7 +110,7 @@ func BenchmarkMountMeta(b *testing.B) {
 			time.Sleep(wait)
 			before = cl.MDSOps()
 			start = time.Now()
-			if _, err := runMetaPhase("reread", dirs, small); err != nil {
+			if _, _, err := runMetaPhase("reread", dirs, small); err != nil {
 				b.Fatalf("%s: small files: %v", m.dir, err)
 			}
 			el += time.Since(start)
@@ -118,7 +125,7 @@ func BenchmarkMountMeta(b *testing.B) {
 
 		fmt.Printf("\nMetadata through the mount vs a go-fuse loopback mount (no passthrough), 1s caches,\n")
 		fmt.Printf("%d entries per process, each process in its own directory:\n", files)
-		fmt.Printf("  operation   procs     strata/s   loopback/s   ratio   MDS calls/op   strata 4p/1p\n")
+		fmt.Printf("  operation   procs     strata/s   loopback/s   ratio   MDS calls/op   strata 4p/1p   CPU us/op strata, loopback\n")
 		for _, op := range metaOps {
 			for _, p := range []string{"1", "4"} {
 				k := op + "/" + p
@@ -126,7 +133,10 @@ func BenchmarkMountMeta(b *testing.B) {
 				if p == "4" {
 					scale = fmt.Sprintf("%6.2f", s[k]/s[op+"/1"])
 				}
-				fmt.Printf("  %-10s  %5s   %10.0f   %10.0f   %5.2f   %12.2f   %s\n", op, p, s[k], l[k], s[k]/l[k], calls[k], scale)
+				if scale == "" {
+					scale = "      "
+				}
+				fmt.Printf("  %-10s  %5s   %10.0f   %10.0f   %5.2f   %12.2f   %s         %7.1f  %7.1f\n", op, p, s[k], l[k], s[k]/l[k], calls[k], scale, sc[k], lc[k])
 				b.ReportMetric(s[k], op+p+"/s")
 				b.ReportMetric(s[k]/l[k], op+p+"_ratio")
 			}
@@ -169,8 +179,9 @@ func procDirs(root string, procs int) ([]string, error) {
 // runMetaPhase runs helper op in one process per directory, each on n
 // entries, and returns the operations per second over all of them,
 // counted from when the started processes are told to go (a line on their
-// standard input) until the last one exits.
-func runMetaPhase(op string, dirs []string, n int) (float64, error) {
+// standard input) until the last one exits, and the CPU time this process
+// (the file system's side) spent meanwhile per operation.
+func runMetaPhase(op string, dirs []string, n int) (float64, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	type proc struct {
@@ -195,15 +206,15 @@ func runMetaPhase(op string, dirs []string, n int) (float64, error) {
 		p.cmd.Stderr = &p.out
 		var err error
 		if p.in, err = p.cmd.StdinPipe(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		stdout, err := p.cmd.StdoutPipe()
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		p.ready = bufio.NewReader(stdout)
 		if err := p.cmd.Start(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		procs[i] = p
 	}
@@ -212,13 +223,13 @@ func runMetaPhase(op string, dirs []string, n int) (float64, error) {
 	for i, p := range procs {
 		if line, err := p.ready.ReadString('\n'); line != "ready\n" {
 			_ = p.cmd.Wait()
-			return 0, fmt.Errorf("helper %s in %s did not start: %v: %s", op, dirs[i], err, p.out.Bytes())
+			return 0, 0, fmt.Errorf("helper %s in %s did not start: %v: %s", op, dirs[i], err, p.out.Bytes())
 		}
 	}
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	for _, p := range procs {
 		if _, err := io.WriteString(p.in, "go\n"); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	var wg sync.WaitGroup
@@ -231,13 +242,13 @@ func runMetaPhase(op string, dirs []string, n int) (float64, error) {
 		}()
 	}
 	wg.Wait()
-	el := time.Since(start)
+	el, used := time.Since(start), cpuTime()-cpu
 	for i, err := range errs {
 		if err != nil {
-			return 0, fmt.Errorf("helper %s in %s: %w: %s", op, dirs[i], err, procs[i].out.Bytes())
+			return 0, 0, fmt.Errorf("helper %s in %s: %w: %s", op, dirs[i], err, procs[i].out.Bytes())
 		}
 	}
-	return float64(len(dirs)*n) / el.Seconds(), nil
+	return float64(len(dirs)*n) / el.Seconds(), used / time.Duration(len(dirs)*n), nil
 }
 
 // runMetaHelper is a helper process: it waits for a line on standard

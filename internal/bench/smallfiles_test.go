@@ -98,7 +98,7 @@ func smallFilesPhases(b *testing.B, dir string, n int, wait time.Duration, ops f
 		wrote = ops()
 	}
 	start := time.Now()
-	if _, err := runMetaPhase("write", dirs, n); err != nil {
+	if _, _, err := runMetaPhase("write", dirs, n); err != nil {
 		b.Fatalf("%s: small files: %v", dir, err)
 	}
 	el := time.Since(start)
@@ -107,7 +107,7 @@ func smallFilesPhases(b *testing.B, dir string, n int, wait time.Duration, ops f
 		read = ops()
 	}
 	start = time.Now()
-	if _, err := runMetaPhase("reread", dirs, n); err != nil {
+	if _, _, err := runMetaPhase("reread", dirs, n); err != nil {
 		b.Fatalf("%s: small files: %v", dir, err)
 	}
 	el += time.Since(start)
