@@ -34,18 +34,23 @@ import (
 // holding a column, on the disk raft syncs its log on: unlinks ran at an
 // eighth of the rate without collection.)
 //
-// Collection yields to the namespace's own changes, as rebuilds yield to
-// foreground I/O: a round, and each further round of a backlog, waits
-// until gcGather has passed with no change proposed to raft, but no
-// longer than gcMaxYield, or not at all once gcBacklog orphans wait. A
-// burst of unlinks (rm -rf) so runs with a round a second beside it
-// instead of back-to-back rounds whose data server syncs and purge
-// entries slowed it (unlinks through a mount ran ~1.7x faster with
-// collection off), and the rest is collected once it is over.
+// A burst's collection yields to the namespace's own changes, as
+// rebuilds yield to foreground I/O: once gcYieldFrom orphans wait, a
+// round, and each further round of the backlog, waits until gcGather has
+// passed with no change proposed to raft, but no longer than gcMaxYield,
+// and not at all once gcBacklog orphans wait. A burst of unlinks (rm -rf)
+// so runs with a round a second beside it instead of back-to-back rounds
+// whose data server syncs and purge entries slowed it (unlinks through a
+// mount ran ~1.7x faster with collection off), and the rest is collected
+// once it is over. The few orphans of ordinary work are collected
+// gcGather after they come, as before: a deferred round gathers more
+// orphans, and its removals open more connections to the data servers at
+// once (go-fuse's FdLeak test counts the process's descriptors).
 const (
 	gcBatch       = 256                    // orphans looked at per round
 	gcParallel    = 64                     // DRemove calls in flight
 	gcGather      = 100 * time.Millisecond // quiet wanted before a round
+	gcYieldFrom   = 64                     // orphans waiting from which rounds yield
 	gcMaxYield    = time.Second            // longest wait for quiet before a round
 	gcBacklog     = 16384                  // orphans waiting past which rounds do not yield
 	gcCallTimeout = 10 * time.Second       // per DRemove
@@ -79,8 +84,11 @@ func (s *Server) runGC(ctx context.Context) {
 		if s.node.raft.State() != raft.Leader || s.orphanCount() == 0 {
 			continue
 		}
+		if !s.gcYield(ctx, true) {
+			return
+		}
 		// A full batch: there may be more.
-		for s.gcYield(ctx) && s.gcRound(ctx, retry) {
+		for s.gcRound(ctx, retry) && s.gcYield(ctx, false) {
 		}
 	}
 }
@@ -92,25 +100,40 @@ func (s *Server) orphanCount() int {
 	return len(s.fsm.st.orphans)
 }
 
-// gcYield waits before a round until gcGather has passed with no change
-// proposed to raft (which also gathers the orphans of a burst), for at
-// most gcMaxYield, and not at all past gcBacklog orphans; it reports false
-// if ctx ended meanwhile.
-func (s *Server) gcYield(ctx context.Context) bool {
+// gcYield waits before a round: gcGather first if gather is set (which
+// gathers the orphans of a burst), then, while from gcYieldFrom to
+// gcBacklog orphans wait, until gcGather passes with no change proposed
+// to raft, for at most gcMaxYield in all. It reports false if ctx ended
+// meanwhile.
+func (s *Server) gcYield(ctx context.Context, gather bool) bool {
 	start := time.Now()
-	t := time.NewTimer(gcGather)
-	defer t.Stop()
+	if gather && !sleepCtx(ctx, gcGather) {
+		return false
+	}
 	for {
-		seen := s.prop.queued.Load()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-		if s.prop.queued.Load() == seen || time.Since(start) >= gcMaxYield || s.orphanCount() >= gcBacklog {
+		n := s.orphanCount()
+		if n < gcYieldFrom || n >= gcBacklog || time.Since(start) >= gcMaxYield {
 			return true
 		}
-		t.Reset(gcGather)
+		seen := s.prop.queued.Load()
+		if !sleepCtx(ctx, gcGather) {
+			return false
+		}
+		if s.prop.queued.Load() == seen {
+			return true
+		}
+	}
+}
+
+// sleepCtx waits d, or until ctx ends: then it reports false.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
