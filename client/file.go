@@ -81,7 +81,7 @@ func (c *Client) OpenFileLayout(ctx context.Context, name string, flag int, perm
 		if err != nil {
 			return nil, pathErr("open", name, err)
 		}
-		req := rpc.CreateReq{Parent: p, Name: base, Mode: perm & 0o7777, Cred: c.cfg.Cred, Exclusive: flag&os.O_EXCL != 0, Layout: spec}
+		req := rpc.CreateReq{Parent: p, Name: base, Mode: perm & 0o7777, Cred: c.cfg.Cred, Exclusive: flag&os.O_EXCL != 0, Layout: spec, Inline: true}
 		r, err := c.create(ctx, &req)
 		if err != nil {
 			return nil, pathErr("open", name, err)

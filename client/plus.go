@@ -95,7 +95,7 @@ type Created struct {
 func (c *Client) CreateInoPlus(ctx context.Context, parent uint64, name string, perm uint32, cred rpc.Cred, excl, open bool) (*Created, error) {
 	tag := c.tagFor(ctx)
 	req := rpc.CreatePlusReq{
-		Create: rpc.CreateReq{Parent: parent, Name: name, Mode: perm & 0o7777, Cred: cred, Exclusive: excl},
+		Create: rpc.CreateReq{Parent: parent, Name: name, Mode: perm & 0o7777, Cred: cred, Exclusive: excl, Inline: true},
 		Open:   open, Job: tag.Job, Class: uint8(tag.Class), Inline: true,
 	}
 	var r rpc.CreatePlusResp

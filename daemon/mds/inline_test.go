@@ -79,7 +79,13 @@ func TestInlineCorrupt(t *testing.T) {
 	cfg.InlineMax = 64 << 10
 	m := startMDS(t, cfg)
 	m.fakeDSes(4)
-	cr := must[rpc.CreateResp](m, rpc.MCreate, &rpc.CreateReq{Parent: rpc.RootIno, Name: "f", Mode: 0o644})
+	// A caller that does not read inline files (an older client, the NFS
+	// front end) gets a file on the data servers.
+	plain := must[rpc.CreateResp](m, rpc.MCreate, &rpc.CreateReq{Parent: rpc.RootIno, Name: "plain", Mode: 0o644})
+	if lg := must[rpc.LayoutGetResp](m, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: plain.Attr.Ino, Write: true, Inline: true}); lg.Inline != nil {
+		t.Fatal("a file created by a caller that does not read inline files is inline")
+	}
+	cr := must[rpc.CreateResp](m, rpc.MCreate, &rpc.CreateReq{Parent: rpc.RootIno, Name: "f", Mode: 0o644, Inline: true})
 	ino := cr.Attr.Ino
 	lg := must[rpc.LayoutGetResp](m, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: ino, Write: true, Inline: true})
 	if lg.Inline == nil {

@@ -3,7 +3,8 @@ package rpc
 import "github.com/strata-hpc/strata/internal/capability"
 
 // Inline files (Lustre's Data-on-MDT). A regular file created while the
-// MDS's inline threshold is set keeps its bytes in the MDS, in raft, as
+// MDS's inline threshold is set, by a caller that reads inline files
+// (CreateReq.Inline), keeps its bytes in the MDS, in raft, as
 // long as it stays within the threshold: written by MInlineWrite (one raft
 // entry, durable and replicated as any metadata change), read with the
 // LAYOUTGET its open makes anyway (LayoutGetResp.Inline), each copy with a

@@ -180,6 +180,11 @@ type CreateReq struct {
 	Cred      Cred
 	Exclusive bool
 	Layout    string
+	// Inline says the caller reads and writes inline files (inlinemsg.go):
+	// only then may the MDS make the file inline. Appended later: an older
+	// client (and the NFS front end, whose clients read the data servers)
+	// sends false, and its files are made on the data servers at once.
+	Inline bool
 }
 
 // CreateResp answers Create: the file and whether it was created.
