@@ -21,22 +21,26 @@ import (
 // expired, open, read back (checked) and close every one) through a
 // Strata mount with inline files off (threshold 0, every file's bytes on
 // the data servers) and on (the default threshold: the bytes in the MDS),
-// and through a go-fuse loopback mount of a local directory, in one run.
-// Beside the rates: the MDS calls per file, and where one file's time goes
-// when one client library thread makes it, call by call (what the mount
-// adds is the mount's figure less these).
+// and through a go-fuse loopback mount of a local directory, in one run:
+// three rounds, each running the three in turn, and the best of each, so
+// that a loaded machine's swings meet all three alike. Beside the rates:
+// the MDS calls per file, and where one file's time goes when one client
+// library thread makes it, call by call (what the mount adds is the
+// mount's figure less these).
 func BenchmarkSmallFiles(b *testing.B) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		b.Skipf("SKIPPING SMALL FILES BENCHMARK: /dev/fuse is missing (%v)", err)
 	}
-	small, steps := 2500, 200
+	small, steps, rounds := 2500, 200, 3
 	if testing.Short() {
-		small, steps = 250, 50
+		small, steps, rounds = 250, 50, 1
 	}
 	for i := 0; i < b.N; i++ {
 		type run struct {
 			name         string
-			rate         float64
+			dir          string
+			ops          func() map[string]int
+			rate         float64 // the best round's
 			write, read  float64 // MDS calls per file
 			steps        []stepTime
 			inlineThresh int
@@ -50,17 +54,24 @@ func BenchmarkSmallFiles(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var wrote, read map[string]int
-			r.rate, wrote, read = smallFilesPhases(b, strata.Dir(), small, wait, cl.MDSOps)
-			r.write, r.read = mountCalls(wrote, read, 4*small), mountCalls(read, cl.MDSOps(), 4*small)
-			r.steps = smallFileSteps(b, cl.Client(), steps)
-			unmountStrata(b, strata)
+			defer unmountStrata(b, strata)
+			r.dir, r.ops = strata.Dir(), cl.MDSOps
+			r.steps = smallFileSteps(b, cl.Client(), steps, r.inlineThresh > 0)
 		}
-		loop := mountLoopback(b, opts)
-		loopRate, _, _ := smallFilesPhases(b, loop, small, wait, nil)
+		loop := &run{name: "go-fuse loopback", dir: mountLoopback(b, opts)}
+		for round := range rounds {
+			for _, r := range append(runs, loop) {
+				rate, wrote, read := smallFilesPhases(b, r.dir, small, wait, r.ops)
+				if r.ops != nil && round == 0 {
+					r.write, r.read = mountCalls(wrote, read, 4*small), mountCalls(read, r.ops(), 4*small)
+				}
+				r.rate = max(r.rate, rate)
+			}
+		}
+		loopRate := loop.rate
 
 		fmt.Printf("\nSmall files through the mount (4 procs x %d: create, write 4 KiB, close; reopen, read, close)\n", small)
-		fmt.Printf("vs a go-fuse loopback mount (no passthrough), 1s caches:\n")
+		fmt.Printf("vs a go-fuse loopback mount (no passthrough), 1s caches, best of %d rounds:\n", rounds)
 		fmt.Printf("  %-26s %9s %7s   %s\n", "", "files/s", "ratio", "MDS calls per file (write, read back)")
 		for _, r := range runs {
 			fmt.Printf("  %-26s %9.0f %7.2f   %.2f, %.2f\n", r.name, r.rate, r.rate/loopRate, r.write, r.read)
@@ -87,6 +98,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // smallFilesPhases runs the write and the read-back phases of four
 // processes over n files each in dir and returns the files per second of
 // both together, and (with ops set) the MDS's counters before each phase.
+// It removes the files.
 func smallFilesPhases(b *testing.B, dir string, n int, wait time.Duration, ops func() map[string]int) (float64, map[string]int, map[string]int) {
 	root := filepath.Join(dir, "small")
 	dirs, err := procDirs(root, 4)
@@ -132,7 +144,7 @@ type stepTime struct {
 // the read and the close. To tell a first write's component creation from
 // the write, and the fsync from the commit, each file also gets a second
 // write into the same component and a second LAYOUTCOMMIT.
-func smallFileSteps(b *testing.B, c *client.Client, n int) []stepTime {
+func smallFileSteps(b *testing.B, c *client.Client, n int, inline bool) []stepTime {
 	ctx := context.Background()
 	dir, err := c.MkdirIno(ctx, rpc.RootIno, "steps", 0o755, c.Cred())
 	if err != nil {
@@ -148,6 +160,13 @@ func smallFileSteps(b *testing.B, c *client.Client, n int) []stepTime {
 		"reopen (LAYOUTGET)",
 		"read 8 KiB",
 		"close",
+	}
+	if inline {
+		names[1] = "write 4 KiB (mds.inline.write, raft)"
+		names[2] = "write 4 KiB more (mds.inline.write, raft)"
+		names[3] = "sync (nothing to commit)"
+		names[6] = "reopen (LAYOUTGET with the bytes)"
+		names[7] = "read 8 KiB (from the reply)"
 	}
 	sum := make([]time.Duration, len(names))
 	data := make([]byte, smallFileSize)
