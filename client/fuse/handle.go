@@ -118,7 +118,7 @@ func (n *node) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int6
 	if !ok {
 		return nil, syscall.EBADF
 	}
-	got, err := h.of.read(dest, off)
+	got, err := h.of.read(h, dest, off)
 	if err != nil {
 		return nil, n.fsys.errs.fail("read", n.ino(), err)
 	}
@@ -175,5 +175,6 @@ func (n *node) Release(ctx context.Context, fh fs.FileHandle) syscall.Errno {
 	for o := range owners {
 		n.fsys.dropLocks(h.of.ino, o)
 	}
+	h.of.ra.forget(h)
 	return n.fsys.errs.fail("release", n.ino(), n.fsys.release(h.of))
 }

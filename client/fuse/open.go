@@ -195,16 +195,17 @@ func (of *openFile) merge(a *rpc.Attr) {
 	of.mu.Unlock()
 }
 
-// read reads len(dest) bytes at off, after the write-behind data has
-// reached the data servers, and returns the reply (from dest or from
-// blocks read ahead). It holds fewer bytes at the end of the file.
-func (of *openFile) read(dest []byte, off int64) (gofuse.ReadResult, error) {
+// read reads len(dest) bytes at off for the handle h, after the
+// write-behind data has reached the data servers, and returns the reply
+// (from dest or from blocks read ahead). It holds fewer bytes at the end
+// of the file.
+func (of *openFile) read(h *handle, dest []byte, off int64) (gofuse.ReadResult, error) {
 	of.w.wait()
 	f, err := of.file(false)
 	if err != nil {
 		return nil, err
 	}
-	return of.ra.read(f, dest, off)
+	return of.ra.read(f, h, dest, off)
 }
 
 // write accepts data at off into the write-behind buffer.

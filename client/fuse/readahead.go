@@ -19,7 +19,8 @@ import (
 // columns a batch covers at once), so the kernel's next requests find them
 // in memory. The window starts at raBatch and doubles with every request
 // it serves, up to raMax: a long sequential reader soon has several batches
-// in flight, a reader that reads a little and seeks costs little.
+// in flight, a reader that reads a little and seeks costs little. Each
+// handle is a reader of its own (raStream).
 //
 // Requests are answered from a batch's buffer itself: the reply to the
 // kernel is written from it (raReply), no copy in between.
@@ -63,15 +64,35 @@ func (l raBufs) put(b *[]byte) {
 // change is in the writer, and a block's read first waits for the writer,
 // so no block misses a change made here; close-to-open covers changes
 // made elsewhere (open drops the blocks too).
+//
+// Each handle of the inode is a stream of its own (the kernel sends a
+// READ with the handle of the descriptor that reads, or whose page-cache
+// read-ahead it is): processes reading different parts of one file each
+// go forward and are read ahead, and the blocks kept are those some
+// stream can still use. The blocks are shared: streams that read the
+// same part read it once.
 type readahead struct {
 	of *openFile
 
-	mu     sync.Mutex
-	next   int64                 // where a sequential reader reads next
-	seq    int                   // reads in a row that went forward; two start read-ahead
-	window int64                 // bytes to keep read ahead of a sequential reader
-	blocks map[int64]*raBlockRef // by block index
-	wg     sync.WaitGroup        // background reads
+	mu      sync.Mutex
+	streams map[*handle]*raStream
+	blocks  map[int64]*raBlockRef // by block index
+	wg      sync.WaitGroup        // background reads
+}
+
+// raStream is where one handle reads.
+type raStream struct {
+	next        int64 // where it reads next if it goes on
+	seq         int   // reads in a row that went forward; two start read-ahead
+	window      int64 // bytes to keep read ahead of it
+	first, last int64 // the blocks of its last read
+}
+
+// keeps reports whether block i is one s may still use: one block behind
+// its last read (the kernel may answer requests out of order) and what it
+// can read ahead of it.
+func (s *raStream) keeps(i int64) bool {
+	return i >= s.first-1 && i <= s.last+(s.window+raMax)/raBlock
 }
 
 // raBlockRef is one block of a batch.
@@ -112,28 +133,33 @@ func (b *raData) block(off int) []byte {
 
 func (ra *readahead) init(of *openFile) {
 	ra.of = of
+	ra.streams = map[*handle]*raStream{}
 	ra.blocks = map[int64]*raBlockRef{}
 }
 
-// read reads len(dest) bytes at off through f, from blocks read ahead
-// where it can, and starts reading ahead of a forward-moving reader. The
-// reply holds the bytes: in dest, or in the blocks read ahead themselves
-// (the kernel's copy is made from there). It holds fewer bytes only at the
-// end of the file.
-func (ra *readahead) read(f *client.File, dest []byte, off int64) (gofuse.ReadResult, error) {
+// read reads len(dest) bytes at off through f for the handle h, from
+// blocks read ahead where it can, and starts reading ahead of a
+// forward-moving stream. The reply holds the bytes: in dest, or in the
+// blocks read ahead themselves (the kernel's copy is made from there). It
+// holds fewer bytes only at the end of the file.
+func (ra *readahead) read(f *client.File, h *handle, dest []byte, off int64) (gofuse.ReadResult, error) {
 	end := off + int64(len(dest))
 	first, last := off/raBlock, (end-1)/raBlock
 	ra.mu.Lock()
-	if off >= ra.next-raBlock && off <= ra.next+raBlock {
-		ra.seq++
-		ra.next = max(ra.next, end)
-	} else {
-		ra.seq, ra.next, ra.window = 0, end, 0
+	st := ra.streams[h]
+	if st == nil {
+		st = &raStream{}
+		ra.streams[h] = st
 	}
-	// Keep one block behind (the kernel may answer requests out of order)
-	// and what a reader at off can still use.
+	if off >= st.next-raBlock && off <= st.next+raBlock {
+		st.seq++
+		st.next = max(st.next, end)
+	} else {
+		st.seq, st.next, st.window = 0, end, 0
+	}
+	st.first, st.last = first, last
 	for i, r := range ra.blocks {
-		if i < first-1 || i > last+(ra.window+raMax)/raBlock {
+		if !ra.keptLocked(i) {
 			ra.evictLocked(i, r)
 		}
 	}
@@ -149,14 +175,14 @@ func (ra *readahead) read(f *client.File, dest []byte, off int64) (gofuse.ReadRe
 	for _, r := range have {
 		r.b.ref() // for the reply, or until the fallback below
 	}
-	if ra.seq >= 2 {
+	if st.seq >= 2 {
 		switch {
-		case ra.window == 0:
-			ra.window = raStart
+		case st.window == 0:
+			st.window = raStart
 		case have != nil:
-			ra.window = min(2*ra.window, raMax) // a hit: the reader keeps up
+			st.window = min(2*st.window, raMax) // a hit: the reader keeps up
 		}
-		ra.startLocked(f, last+1, last+ra.window/raBlock)
+		ra.startLocked(f, last+1, last+st.window/raBlock)
 	}
 	ra.mu.Unlock()
 
@@ -316,14 +342,35 @@ func (ra *readahead) evictLocked(i int64, r *raBlockRef) {
 	b.unref()
 }
 
-// drop forgets every block (after a write, a truncate, or a fresh open).
+// keptLocked reports whether some stream may still use block i.
+func (ra *readahead) keptLocked(i int64) bool {
+	for _, st := range ra.streams {
+		if st.keeps(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// forget ends h's stream (at its release); its blocks go at the next read
+// of another stream that cannot use them, or at the last release.
+func (ra *readahead) forget(h *handle) {
+	ra.mu.Lock()
+	delete(ra.streams, h)
+	ra.mu.Unlock()
+}
+
+// drop forgets every block (after a write, a truncate, or a fresh open)
+// and starts every stream again.
 func (ra *readahead) drop() {
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	for i, r := range ra.blocks {
 		ra.evictLocked(i, r)
 	}
-	ra.seq, ra.next, ra.window = 0, 0, 0
+	for _, st := range ra.streams {
+		*st = raStream{}
+	}
 }
 
 // close drops the blocks and waits for the background reads.

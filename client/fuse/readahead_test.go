@@ -114,3 +114,67 @@ func TestReadAheadLongSequential(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestReadAheadTwoStreams: two descriptors of one file read forward in
+// turns at different places (O_DIRECT, so that every read reaches the
+// mount in order): each is read ahead (blocks ahead of both are held
+// after a few reads each), and both read every byte where it was written.
+func TestReadAheadTwoStreams(t *testing.T) {
+	_, s := startMount(t, 4)
+	p := filepath.Join(s.Dir(), "two")
+	const size = 24<<20 + 777
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i*5 + i>>20)
+	}
+	if err := os.WriteFile(p, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var fs [2]*os.File
+	for k := range fs {
+		f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_DIRECT, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = f.Close() })
+		fs[k] = f
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(fs[0].Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	starts := [2]int64{0, 12 << 20}
+	buf := make([]byte, 1<<20)
+	readBoth := func(from, to int64) {
+		t.Helper()
+		for off := from; off < to; off += 1 << 20 {
+			for k, f := range fs {
+				at := starts[k] + off
+				n, err := f.ReadAt(buf, at)
+				if err != nil && n == 0 {
+					t.Fatalf("stream %d: read at %d: %v", k, at, err)
+				}
+				if end := min(at+int64(n), size); !bytes.Equal(buf[:n], want[at:end]) {
+					t.Fatalf("stream %d: read at %d: %d bytes, first difference at %d", k, at, n, firstDiff(buf[:n], want[at:end]))
+				}
+			}
+		}
+	}
+	readBoth(0, 4<<20)
+	of := s.fsys.opened(st.Ino)
+	if of == nil {
+		t.Fatal("the file is not open on the mount")
+	}
+	of.ra.mu.Lock()
+	var missing []int64
+	for _, next := range []int64{4, 16} { // the block after each stream's last read
+		if of.ra.blocks[next] == nil {
+			missing = append(missing, next)
+		}
+	}
+	of.ra.mu.Unlock()
+	if len(missing) > 0 {
+		t.Fatalf("after 4 reads of each of two streams in turns, nothing is read ahead at blocks %v", missing)
+	}
+	readBoth(4<<20, 13<<20)
+}
