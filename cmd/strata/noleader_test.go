@@ -34,7 +34,7 @@ func TestUmountNoLeader(t *testing.T) {
 	dB, dirB := startMount(t, env)
 	files := openUnwritten(t, dirA, dirB)
 
-	leader := cl.Leader()
+	leader := cl.WaitLeader()
 	for i := range 3 {
 		if i != (leader+1)%3 {
 			if err := cl.StopMDSReplica(i); err != nil {

@@ -66,7 +66,7 @@ func TestMDSRecover(t *testing.T) {
 	}
 
 	// The survivor: a follower that has applied everything the leader has.
-	leader := cl.Leader()
+	leader := cl.WaitLeader()
 	lr, err := cl.MDSReplica(leader).Cluster(ctx)
 	if err != nil {
 		t.Fatal(err)

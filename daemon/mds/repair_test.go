@@ -439,7 +439,7 @@ func TestRebuildResumesAfterFailover(t *testing.T) {
 		}
 		return fmt.Sprintf("%+v", st)
 	})
-	leader := cl.Leader()
+	leader := cl.WaitLeader()
 	if err := cl.StopMDSReplica(leader); err != nil {
 		t.Fatal(err)
 	}

@@ -77,10 +77,7 @@ func TestHandlesSurviveLeaderChange(t *testing.T) {
 	if st, got := readFH(t, w, fh, uint32(len(data))); st != nfsOK || !bytes.Equal(got, data) {
 		t.Fatalf("READ before the leader change: status %d, %d bytes", st, len(got))
 	}
-	old := cl.Leader()
-	if old < 0 {
-		t.Fatal("no MDS leader")
-	}
+	old := cl.WaitLeader()
 	if err := cl.StopMDSReplica(old); err != nil {
 		t.Fatal(err)
 	}

@@ -139,3 +139,20 @@ func WithTLS(f rpc.TLSFiles) Option {
 		}
 	}
 }
+
+// WaitLeader returns the MDS replica that leads, waiting up to a minute
+// while an election is under way (a loaded machine holds them now and
+// then); the test fails if none leads by then.
+func (c *Cluster) WaitLeader() int {
+	c.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if l := c.Leader(); l >= 0 {
+			return l
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatal("testcluster: no MDS leader within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
