@@ -404,3 +404,40 @@ func TestInlineTwoWriters(t *testing.T) {
 		t.Fatalf("read %d bytes, not the %d both handles wrote", len(got), len(want))
 	}
 }
+
+// TestInlineBudget: past the MDS's inline budget, a growing inline file
+// moves to the data servers and new files are made there; those within it
+// stay in the MDS.
+func TestInlineBudget(t *testing.T) {
+	cl := testcluster.Start(t, 2, testcluster.WithMDSConfig(func(c *mds.Config) {
+		c.InlineMax = 64 << 10
+		c.InlineBudget = 100 << 10
+	}))
+	ctx := testcluster.Context(t, time.Minute)
+	c := cl.Client()
+	data := bytes.Repeat([]byte("budget.."), 5<<10) // 40 KiB
+	for _, name := range []string{"/a", "/b", "/c", "/d"} {
+		writeInline(ctx, t, c, name, data)
+	}
+	for i := range cl.NumDS() {
+		if err := cl.StopDS(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"/a", "/b"} {
+		if got := readInline(ctx, t, c, name); !bytes.Equal(got, data) {
+			t.Fatalf("%s within the budget: read %d bytes, want the %d written", name, len(got), len(data))
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for _, name := range []string{"/c", "/d"} {
+		if f, err := c.Open(short, name); err == nil {
+			_, err = io.ReadAll(f)
+			f.Close()
+			if err == nil {
+				t.Fatalf("%s past the inline budget reads with every data server down: it is inline", name)
+			}
+		}
+	}
+}

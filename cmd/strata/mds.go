@@ -43,6 +43,8 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	o.dur("raft_timeout", "raft heartbeat, election and lease `timeout`", &cfg.RaftTimeout)
 	o.uint("snapshot_threshold", "raft log `entries` between snapshots", &cfg.SnapshotThreshold)
 	o.intSize("inline_max", "new files keep their bytes in the MDS (in raft) up to this `size`; 0: never (at most 256K)", &cfg.InlineMax)
+	inlineBudget := uint64(cfg.InlineBudget)
+	o.size("inline_budget", "the most bytes all inline files may hold together (in the MDS's memory and snapshots), a `size`; 0: no bound", &inlineBudget)
 	o.str("admin_listen", "admin REST API `address`; \"off\" disables it", &adminListen)
 	adminTokenFile, adminCert, adminKey := "", "", ""
 	o.str("admin_token_file", "`file` (mode 0600) of the bearer token the admin REST API's mutations need", &adminTokenFile)
@@ -68,6 +70,7 @@ the file. SIGINT or SIGTERM stops it cleanly.`)
 	if peers != "" {
 		cfg.Peers = strings.Split(peers, ",")
 	}
+	cfg.InlineBudget = int64(min(inlineBudget, 1<<62))
 	if cfg.TLS.On() && nf.addr != "" && nf.addr != "off" {
 		return usageErrorf("mds", "--nfs is not available with TLS yet (the NFS front end calls the MDS in plain RPC)")
 	}

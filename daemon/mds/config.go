@@ -36,6 +36,11 @@ type Config struct {
 	// DefaultInlineMax. 0 (and a Config made without DefaultConfig):
 	// files are never inline. At most rpc.MaxInline.
 	InlineMax int
+	// InlineBudget bounds the bytes all inline files hold together: they
+	// live in the MDS's memory and in every snapshot. Past it new files
+	// are made on the data servers and an inline file that grows moves
+	// there. DefaultConfig sets DefaultInlineBudget; 0: no bound.
+	InlineBudget int64
 
 	// Failure handling (rebuild.go). A component is rebuilt when it is
 	// stale, when its data server has been down for RebuildDelay, or when
@@ -89,6 +94,7 @@ func DefaultConfig() Config {
 		RebalanceSpread:   0.10,
 		SessionTTL:        time.Hour,
 		InlineMax:         DefaultInlineMax,
+		InlineBudget:      DefaultInlineBudget,
 	}
 }
 
@@ -199,6 +205,9 @@ func (c Config) Validate() error {
 	}
 	if c.HeartbeatTimeout < c.HeartbeatInterval {
 		return fmt.Errorf("%w: heartbeat timeout %v is shorter than the interval %v", ErrConfig, c.HeartbeatTimeout, c.HeartbeatInterval)
+	}
+	if c.InlineBudget < 0 {
+		return fmt.Errorf("%w: inline budget %d is negative", ErrConfig, c.InlineBudget)
 	}
 	if c.InlineMax < 0 || c.InlineMax > rpc.MaxInline {
 		return fmt.Errorf("%w: inline threshold %d is not in [0, %d]", ErrConfig, c.InlineMax, rpc.MaxInline)

@@ -279,7 +279,7 @@ func (s *Server) prepareCreate(ctx context.Context, r *rpc.CreateReq) (*createCm
 		Exclusive: r.Exclusive,
 		Layout:    lay,
 		Now:       s.now(),
-		Inline:    s.inlineMax() > 0 && r.Inline,
+		Inline:    s.inlineMax() > 0 && r.Inline && s.inlineRoom(0),
 	}, nil, nil
 }
 

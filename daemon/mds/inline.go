@@ -42,6 +42,9 @@ const (
 // DefaultInlineMax is DefaultConfig's inline threshold.
 const DefaultInlineMax = 64 << 10
 
+// DefaultInlineBudget is DefaultConfig's bound on all inline bytes.
+const DefaultInlineBudget = 1 << 30
+
 // errNotInline is the FSM's answer to an inline change of a file whose
 // bytes are on the data servers (a spill came first).
 var errNotInline = errors.New("mds: file is not inline")
@@ -158,6 +161,17 @@ func (st *state) inlineQuota(c *inlineWriteCmd) error {
 // made inline.
 func (s *Server) inlineMax() uint64 { return uint64(max(s.cfg.InlineMax, 0)) }
 
+// inlineRoom reports whether the inline files may hold more bytes more
+// (Config.InlineBudget).
+func (s *Server) inlineRoom(more uint64) bool {
+	if s.cfg.InlineBudget <= 0 {
+		return true
+	}
+	s.fsm.mu.RLock()
+	defer s.fsm.mu.RUnlock()
+	return s.fsm.st.inline+more <= uint64(s.cfg.InlineBudget)
+}
+
 // attachInline adds the inline bytes of file ino to resp, with the
 // attributes they go with. A file that is not inline (any more) is left
 // as it is.
@@ -183,9 +197,9 @@ func (s *Server) inlineWrite(ctx context.Context, r *rpc.InlineWriteReq) (*rpc.I
 	}
 	c := s.caller(ctx)
 	end := r.Off + uint64(len(r.Data))
-	if end > s.inlineMax() || end > rpc.MaxInline {
-		// Past the threshold: the file moves to the data servers, where
-		// the caller writes.
+	if end > s.inlineMax() || end > rpc.MaxInline || !s.inlineRoom(uint64(len(r.Data))) {
+		// Past the threshold (or the budget): the file moves to the data
+		// servers, where the caller writes.
 		if err := s.spillInline(ctx, r.Ino, 0); err != nil {
 			return nil, err
 		}

@@ -28,6 +28,9 @@ func TestInlineApply(t *testing.T) {
 	if !bytes.Equal(n.Data, want) || n.Size != uint64(len(want)) || n.DataSum != crc32c.Checksum(want) || n.Mtime != 4 {
 		t.Fatalf("after two writes: data %q size %d sum %08x mtime %d", n.Data, n.Size, n.DataSum, n.Mtime)
 	}
+	if d.f.st.inline != uint64(len(want)) {
+		t.Fatalf("inline bytes counted %d, want %d", d.f.st.inline, len(want))
+	}
 	d.must(cmdSetattr, &setattrCmd{Req: rpc.SetattrReq{Ino: ino, Valid: rpc.SetSize, Size: 5}, Now: 5})
 	if n := d.f.st.inodes[ino]; string(n.Data) != "hello" || n.Size != 5 || n.DataSum != crc32c.Checksum([]byte("hello")) {
 		t.Fatalf("after truncate: data %q size %d", n.Data, n.Size)
@@ -48,8 +51,8 @@ func TestInlineApply(t *testing.T) {
 	if !reflect.DeepEqual(comparable(d.f.st), comparable(g.st)) {
 		t.Fatal("restored state differs from the snapshotted one")
 	}
-	if got := g.st.inodes[ino]; !got.Inline || string(got.Data) != "hello" {
-		t.Fatalf("restored inline file: inline %v data %q", got.Inline, got.Data)
+	if got := g.st.inodes[ino]; !got.Inline || string(got.Data) != "hello" || g.st.inline != 5 {
+		t.Fatalf("restored inline file: inline %v data %q, %d inline bytes counted", got.Inline, got.Data, g.st.inline)
 	}
 
 	// A spill of an older version is refused; of the current one holds.
@@ -58,8 +61,18 @@ func TestInlineApply(t *testing.T) {
 		t.Fatalf("spill of a changed file: %v, want ESTALE", r.err)
 	}
 	d.must(cmdInlineSpill, &inlineSpillCmd{Ino: ino, Gen: 1, Ver: ver, Size: 5})
-	if n := d.f.st.inodes[ino]; n.Inline || n.Data != nil || n.Size != 5 {
-		t.Fatalf("after the spill: inline %v, %d bytes kept, size %d", n.Inline, len(n.Data), n.Size)
+	if n := d.f.st.inodes[ino]; n.Inline || n.Data != nil || n.Size != 5 || d.f.st.inline != 0 {
+		t.Fatalf("after the spill: inline %v, %d bytes kept, size %d, %d inline bytes counted", n.Inline, len(n.Data), n.Size, d.f.st.inline)
+	}
+	// Unlinked, an inline file's bytes are no longer counted.
+	gone := d.must(cmdCreate, &createCmd{Parent: rpc.RootIno, Name: "gone", Mode: 0o644, Layout: testLayout("ds1"), Now: 6, Inline: true}).attr.Ino
+	d.must(cmdInlineWrite, &inlineWriteCmd{Ino: gone, Data: []byte("bytes"), Now: 6})
+	if d.f.st.inline != 5 {
+		t.Fatalf("%d inline bytes counted, want 5", d.f.st.inline)
+	}
+	d.must(cmdUnlink, &entryCmd{Parent: rpc.RootIno, Name: "gone", Now: 6})
+	if d.f.st.inline != 0 {
+		t.Fatalf("after the unlink %d inline bytes counted, want 0", d.f.st.inline)
 	}
 	if r := d.apply(cmdInlineWrite, &inlineWriteCmd{Ino: ino, Data: []byte("x"), Now: 6}); !errors.Is(r.err, errNotInline) {
 		t.Fatalf("inline write after the spill: %v", r.err)

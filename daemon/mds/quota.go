@@ -63,6 +63,7 @@ type touchedInode struct {
 	uid     uint32
 	project uint32
 	bytes   uint64
+	inline  uint64 // its inline bytes (inline.go)
 }
 
 // usageOf returns what n counts for: its owner, its project, its bytes.
@@ -84,6 +85,7 @@ func (st *state) noteTouch(ino uint64) {
 	if n := st.inodes[ino]; n != nil {
 		t.had = true
 		t.uid, t.project, t.bytes = usageOf(n)
+		t.inline = uint64(len(n.Data))
 	}
 	st.touched = append(st.touched, t)
 }
@@ -93,10 +95,12 @@ func (st *state) settleQuota() {
 	for _, t := range st.touched {
 		if t.had {
 			st.count(t.uid, t.project, t.bytes, -1)
+			st.inline -= t.inline
 		}
 		if n := st.inodes[t.ino]; n != nil {
 			uid, project, bytes := usageOf(n)
 			st.count(uid, project, bytes, 1)
+			st.inline += uint64(len(n.Data))
 		}
 	}
 	st.touched = st.touched[:0]
@@ -126,9 +130,11 @@ func (st *state) count(uid, project uint32, bytes uint64, sign int) {
 func (st *state) recountUsage() {
 	st.usage = map[quotaKey]quotaUsage{}
 	st.touched = nil
+	st.inline = 0
 	for _, n := range st.inodes {
 		uid, project, bytes := usageOf(n)
 		st.count(uid, project, bytes, 1)
+		st.inline += uint64(len(n.Data))
 	}
 }
 

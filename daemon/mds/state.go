@@ -117,6 +117,7 @@ type state struct {
 	// command being applied touched (quota.go).
 	usage   map[quotaKey]quotaUsage
 	touched []touchedInode
+	inline  uint64 // the bytes of every inline file (inline.go), kept with the usage
 }
 
 // newState returns the initial state: an empty root directory.
