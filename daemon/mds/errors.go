@@ -33,13 +33,19 @@ func errf(errno syscall.Errno, format string, args ...any) *rpc.Error {
 	return rpc.Errorf(errno, fmt.Sprintf(format, args...))
 }
 
+// lostOffice reports whether err says that this node is not (or no
+// longer) the raft leader: the caller should go to the leader.
+func lostOffice(err error) bool {
+	return errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) ||
+		errors.Is(err, raft.ErrLeadershipTransferInProgress)
+}
+
 // raftError translates a failure of raft.Apply or Barrier into a wire
 // error: EAGAIN when this node cannot take changes now (not the leader,
 // shutting down) so that a client retries elsewhere or later.
 func raftError(err error) error {
 	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
-		errors.Is(err, raft.ErrLeadershipTransferInProgress):
+	case lostOffice(err):
 		// NotLeader makes the client fail over and retry, as it does for a
 		// follower's answer: with leadership lost mid-commit the entry may
 		// have been applied, so a retried create can answer EEXIST, as a

@@ -183,6 +183,9 @@ func (s *Server) addVoter(_ context.Context, r *rpc.VoterReq) (*rpc.ClusterResp,
 		}
 	}
 	if err := s.node.raft.AddVoter(raft.ServerID(r.ID), raft.ServerAddress(r.RaftAddr), 0, 30*time.Second).Error(); err != nil {
+		if lostOffice(err) {
+			return nil, raftError(err)
+		}
 		return nil, errf(syscall.EIO, "add voter %s at %s: %v", r.ID, r.RaftAddr, err)
 	}
 	s.log.Info("mds_voter_added", "voter", r.ID, "raft_addr", r.RaftAddr)
@@ -208,6 +211,9 @@ func (s *Server) removeVoter(_ context.Context, r *rpc.VoterReq) (*rpc.ClusterRe
 		return nil, errf(syscall.EBUSY, "remove voter %s: it is the last voter; the namespace would have no metadata server", r.ID)
 	}
 	if err := s.node.raft.RemoveServer(raft.ServerID(r.ID), 0, 30*time.Second).Error(); err != nil {
+		if lostOffice(err) {
+			return nil, raftError(err)
+		}
 		return nil, errf(syscall.EIO, "remove voter %s: %v", r.ID, err)
 	}
 	s.log.Info("mds_voter_removed", "voter", r.ID)
