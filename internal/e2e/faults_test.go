@@ -201,9 +201,12 @@ func testUnreadableFile(t *testing.T, e *tiertest.Env) {
 	id := submit(t, e, "-N2", "-w", "n[2-3]", "--uid="+nobody, "--gid="+nobody,
 		"--storage-tier=capacity=256M,stage-in="+src+":/in", "--wrap", "echo the-script-ran")
 	out := waitJob(t, e, id, "FAILED")
-	want := fmt.Sprintf("strata: storage tier for job %d is not usable: stage-in source %s: %s: permission denied\n", id, src, secret)
-	if !strings.Contains(out, want) || strings.Contains(out, "the-script-ran") {
-		t.Errorf("job output %q, want %q and no script output", out, want)
+	// Whichever node fails first names itself ("on node n3: ...") when it
+	// is not the node reporting.
+	prefix := fmt.Sprintf("strata: storage tier for job %d is not usable: ", id)
+	want := fmt.Sprintf("stage-in source %s: %s: permission denied\n", src, secret)
+	if !strings.Contains(out, prefix) || !strings.Contains(out, want) || strings.Contains(out, "the-script-ran") {
+		t.Errorf("job output %q, want %q...%q and no script output", out, prefix, want)
 	}
 	checkGone(t, e, id, []string{"n2", "n3"})
 	checkIdle(t, e)
