@@ -9,6 +9,7 @@ import (
 	"net"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -475,25 +476,39 @@ func (b *benchMDS) close() error {
 // MDS verifies) and off.
 type AuthBench struct {
 	Clients    int
-	Duration   time.Duration // of each phase
+	Duration   time.Duration // of each mode and operation, all phases
+	Pairs      int           // adjacent off/on phase pairs per operation
 	CreatesOn  float64
 	CreatesOff float64
 	StatsOn    float64
 	StatsOff   float64
+	// Median over the pairs of the on/off ratio of two adjacent phases:
+	// what the figures are judged by, as a burst of load on the shared
+	// machine moves one pair, not the sums.
+	CreateMedian, StatMedian float64
+	// The process's CPU time (clients and server alike) per operation.
+	CreateCPUOn, CreateCPUOff, StatCPUOn, StatCPUOff time.Duration
 }
 
-// CreateRatio is creates/s with authentication over creates/s without.
-func (b AuthBench) CreateRatio() float64 { return b.CreatesOn / b.CreatesOff }
+// CreateRatio is the median over adjacent phase pairs of creates/s with
+// authentication over creates/s without.
+func (b AuthBench) CreateRatio() float64 { return b.CreateMedian }
 
-// StatRatio is stats/s with authentication over stats/s without.
-func (b AuthBench) StatRatio() float64 { return b.StatsOn / b.StatsOff }
+// StatRatio is the median over adjacent phase pairs of stats/s with
+// authentication over stats/s without.
+func (b AuthBench) StatRatio() float64 { return b.StatMedian }
+
+// authPairs is the number of adjacent off/on phase pairs per operation.
+const authPairs = 12
 
 // BenchAuth measures creates and stats with clients concurrent clients
-// against an MDS with authentication on and one with it off, in sixteen
-// phases of length d/4 ordered off, on, on, off, ... (so that the drift of
-// a shared machine weighs on both alike), summed per mode: 2d per mode.
+// against an MDS with authentication on and one with it off, in
+// 2*authPairs phases of length d/authPairs per operation ordered off, on,
+// on, off, ... (so that the drift of a shared machine weighs on both
+// alike). Each adjacent pair gives one on/off ratio and the figure is their
+// median; the sums give the rates.
 func BenchAuth(ctx context.Context, dir string, clients int, d time.Duration) (AuthBench, error) {
-	res := AuthBench{Clients: clients, Duration: d}
+	res := AuthBench{Clients: clients, Duration: d, Pairs: authPairs}
 	var ms [2]*benchMDS // off, on
 	for i := range ms {
 		m, err := startBenchMDS(ctx, filepath.Join(dir, "mds"+strconv.Itoa(i)), clients, i == 1)
@@ -506,26 +521,54 @@ func BenchAuth(ctx context.Context, dir string, clients int, d time.Duration) (A
 		defer m.close()
 		ms[i] = m
 	}
-	var creates, stats [2]int64
-	var ctime, stime [2]time.Duration
-	order := []int{0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0}
-	for _, mode := range order {
-		ms[mode].pass++
-		n, el, err := drive(ctx, clients, 0, d/4, ms[mode].create)
-		if err != nil {
-			return res, fmt.Errorf("create phase: %w", err)
+	phase := d / authPairs
+	// run drives op in 2*authPairs alternating phases and returns the
+	// rates per mode, the median pair ratio and the CPU per op per mode.
+	run := func(name string, op func(*benchMDS) func(context.Context, int, int64) error) (rate [2]float64, median float64, cpu [2]time.Duration, err error) {
+		var n [2]int64
+		var el, used [2]time.Duration
+		ratios := make([]float64, 0, authPairs)
+		for p := 0; p < authPairs; p++ {
+			order := [2]int{0, 1}
+			if p%2 == 1 {
+				order = [2]int{1, 0}
+			}
+			var pr [2]float64
+			for _, mode := range order {
+				if name == "create" {
+					ms[mode].pass++
+				}
+				c0 := processCPU()
+				k, e, derr := drive(ctx, clients, 0, phase, op(ms[mode]))
+				if derr != nil {
+					return rate, 0, cpu, fmt.Errorf("%s phase: %w", name, derr)
+				}
+				used[mode] += processCPU() - c0
+				n[mode], el[mode] = n[mode]+k, el[mode]+e
+				pr[mode] = float64(k) / e.Seconds()
+			}
+			ratios = append(ratios, pr[1]/pr[0])
 		}
-		creates[mode], ctime[mode] = creates[mode]+n, ctime[mode]+el
-	}
-	for _, mode := range order {
-		n, el, err := drive(ctx, clients, 0, d/4, ms[mode].stat)
-		if err != nil {
-			return res, fmt.Errorf("stat phase: %w", err)
+		for m := range rate {
+			rate[m] = float64(n[m]) / el[m].Seconds()
+			if n[m] > 0 {
+				cpu[m] = used[m] / time.Duration(n[m])
+			}
 		}
-		stats[mode], stime[mode] = stats[mode]+n, stime[mode]+el
+		sort.Float64s(ratios)
+		median = (ratios[(len(ratios)-1)/2] + ratios[len(ratios)/2]) / 2
+		return rate, median, cpu, nil
 	}
-	rate := func(n int64, el time.Duration) float64 { return float64(n) / el.Seconds() }
-	res.CreatesOff, res.CreatesOn = rate(creates[0], ctime[0]), rate(creates[1], ctime[1])
-	res.StatsOff, res.StatsOn = rate(stats[0], stime[0]), rate(stats[1], stime[1])
+	cr, cm, cc, err := run("create", func(m *benchMDS) func(context.Context, int, int64) error { return m.create })
+	if err != nil {
+		return res, err
+	}
+	sr, sm, sc, err := run("stat", func(m *benchMDS) func(context.Context, int, int64) error { return m.stat })
+	if err != nil {
+		return res, err
+	}
+	res.CreatesOff, res.CreatesOn, res.CreateMedian = cr[0], cr[1], cm
+	res.StatsOff, res.StatsOn, res.StatMedian = sr[0], sr[1], sm
+	res.CreateCPUOff, res.CreateCPUOn, res.StatCPUOff, res.StatCPUOn = cc[0], cc[1], sc[0], sc[1]
 	return res, errors.Join(ms[0].close(), ms[1].close())
 }
