@@ -17,7 +17,9 @@ import (
 
 // Collection of orphaned data. When a file's last link goes, or an empty
 // file gets a new layout, the FSM moves the old layout to its orphan queue
-// (durable: it is FSM state). The leader's GC loop removes each column's
+// (durable: it is FSM state); an inline file's last link queues nothing,
+// its components were never written (spillInline removes what it wrote
+// for a file that went meanwhile, with collectNow). The leader's GC loop removes each column's
 // component from its data server with rpc.DRemove under an admin token,
 // leaving a tombstone there that refuses the capabilities granted for the
 // generation until they have expired (daemon/ds/tombstone.go), so that no
@@ -180,7 +182,7 @@ func (s *Server) gcRound(ctx context.Context, retry map[orphanKey]gcRetry) bool 
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				switch s.removeColumn(ctx, todo[i], col) {
+				switch s.removeColumn(ctx, todo[i], col, true) {
 				case columnDown:
 					res[i].skipped.Store(true)
 				case columnFailed:
@@ -227,8 +229,28 @@ const (
 	columnFailed                      // the call failed
 )
 
-// removeColumn removes the component of column col of an orphaned layout.
-func (s *Server) removeColumn(ctx context.Context, o orphan, col int) columnResult {
+// collectNow removes every column's component of layout o at once, with
+// a tombstone if tomb is set, outside the orphan queue: for components
+// written for a file whose removal queued none (an inline file unlinked
+// while spillInline wrote them out, or a spill that failed). What fails
+// is logged (gc_remove_failed) and left to the GC scan.
+func (s *Server) collectNow(ctx context.Context, o orphan, tomb bool) {
+	var wg sync.WaitGroup
+	for col := range o.Layout.Targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if s.removeColumn(ctx, o, col, tomb) == columnDown {
+				s.log.Warn("gc_remove_failed", "inode", o.Ino, "gen", o.Layout.Generation, "col", col, "ds_id", o.Layout.Targets[col], "err", "data server down")
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// removeColumn removes the component of column col of an orphaned layout,
+// leaving a tombstone if tomb is set.
+func (s *Server) removeColumn(ctx context.Context, o orphan, col int, tomb bool) columnResult {
 	id := o.Layout.Targets[col]
 	if !s.reg.up(id) {
 		return columnDown
@@ -239,10 +261,12 @@ func (s *Server) removeColumn(ctx context.Context, o orphan, col int) columnResu
 	req := &rpc.DSReq{
 		Cap: s.adminToken(o.Ino, o.Layout.Generation, uint32(col), id, 0),
 		ID:  rpc.ComponentID{Ino: o.Ino, Gen: o.Layout.Generation, Col: uint32(col)},
+	}
+	if tomb {
 		// Capabilities of the generation were granted before it went
 		// and expire within a TTL; twice that covers the clock skew
 		// between MDS replicas, as the write-grant horizon does.
-		Tombstone: s.clock().Add(2 * s.cfg.CapabilityTTL).UnixNano(),
+		req.Tombstone = s.clock().Add(2 * s.cfg.CapabilityTTL).UnixNano()
 	}
 	cctx, cancel := context.WithTimeout(ctx, gcCallTimeout)
 	err := s.dsc.Call(cctx, addr, rpc.DRemove, req, &rpc.DSResp{})

@@ -97,6 +97,7 @@ func TestOrphanGC(t *testing.T) {
 	advance := func(d time.Duration) { now.Add(int64(d)) }
 
 	cfg := testConfig(t.TempDir())
+	cfg.InlineMax = DefaultInlineMax
 	s, err := New(cfg, Deps{Clock: clock})
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +151,34 @@ func TestOrphanGC(t *testing.T) {
 	for id, c := range c1 {
 		if n, ok := ds[id].callsTo(c); !ok || n != 1 {
 			t.Errorf("%s: component %+v: %d calls, removed %v", id, c, n, ok)
+		}
+	}
+
+	// An inline file's removal calls no data server: its components were
+	// never written. A file on the data servers removed after it is
+	// collected in the same round or a later one.
+	cr := must[rpc.CreateResp](m, rpc.MCreate, &rpc.CreateReq{Parent: rpc.RootIno, Name: "small", Mode: 0o644, Layout: "width=2", Exclusive: true, Inline: true})
+	lg := must[rpc.LayoutGetResp](m, rpc.MLayoutGet, &rpc.LayoutGetReq{Ino: cr.Attr.Ino, Write: true, Inline: true})
+	if lg.Inline == nil {
+		t.Fatal("a file created inline is not inline")
+	}
+	must[rpc.InlineWriteResp](m, rpc.MInlineWrite, &rpc.InlineWriteReq{Ino: cr.Attr.Ino, Data: []byte("small"), Cap: lg.Cap})
+	unlink("small")
+	if m.orphaned(cr.Attr.Ino) {
+		t.Error("an unlinked inline file's layout is queued for collection")
+	}
+	after, cAfter := newFile("after")
+	unlink("after")
+	eventually(t, 10*time.Second, "the file unlinked after the inline one purged", func() bool { return !m.orphaned(after) })
+	for id, c := range cAfter {
+		if _, ok := ds[id].callsTo(c); !ok {
+			t.Errorf("%s: component %+v of the file on the data servers not removed", id, c)
+		}
+	}
+	for col, id := range lg.Layout.Targets {
+		c := rpc.ComponentID{Ino: cr.Attr.Ino, Gen: lg.Layout.Generation, Col: uint32(col)}
+		if n, _ := ds[id].callsTo(c); n != 0 {
+			t.Errorf("%s: %d removal calls for column %d of the inline file", id, n, col)
 		}
 	}
 

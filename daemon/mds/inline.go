@@ -289,15 +289,24 @@ func (s *Server) spillInline(ctx context.Context, ino, compSize uint64) error {
 			return err
 		}
 		data, err := n.inlineBytes()
-		gen, ver := n.Layout.Generation, n.DataVer
+		gen, ver, lay := n.Layout.Generation, n.DataVer, n.Layout
 		s.fsm.mu.RUnlock()
 		if err != nil {
 			return err
 		}
 		if err := s.writeOut(ctx, ino, data, max(compSize, uint64(len(data)))); err != nil {
+			// The file stays inline: what was written of its
+			// components goes (no tombstone: the generation is live
+			// and a later spill writes it again).
+			s.collectNow(ctx, orphan{Ino: ino, Layout: lay}, false)
 			return fmt.Errorf("mds: move inline file %d to the data servers: %w", ino, err)
 		}
 		_, err = s.apply(cmdInlineSpill, &inlineSpillCmd{Ino: ino, Gen: gen, Ver: ver, Size: uint64(len(data))})
+		if errors.Is(err, syscall.ENOENT) {
+			// Unlinked while its bytes were written out: it left no
+			// orphan (dropLink), so what was written goes now.
+			s.collectNow(ctx, orphan{Ino: ino, Layout: lay}, true)
+		}
 		if !errors.Is(err, syscall.ESTALE) {
 			return err
 		}

@@ -224,7 +224,11 @@ func (st *state) removeDir(parent uint64, name string, ino uint64, now int64) {
 }
 
 // dropLink removes one link of a file or symbolic link; the last one frees
-// the inode and queues its data for collection.
+// the inode and queues its data for collection. An inline file's data is
+// its inode's: its components were never written (spillInline writes them
+// only to make the file leave the MDS, and cleans up after itself if the
+// file went meanwhile), so it queues nothing and its removal costs no
+// data server a call.
 func (st *state) dropLink(ino uint64, now int64) {
 	n := st.w(ino)
 	n.Nlink--
@@ -232,7 +236,7 @@ func (st *state) dropLink(ino uint64, now int64) {
 	if n.Nlink > 0 {
 		return
 	}
-	if n.isFile() && len(n.Layout.Targets) > 0 {
+	if n.onDS() && len(n.Layout.Targets) > 0 {
 		st.orphans[orphanKey{Ino: ino, Gen: n.Layout.Generation}] = orphan{Ino: ino, Layout: n.Layout}
 	}
 	delete(st.inodes, ino)
