@@ -40,6 +40,9 @@ type File struct {
 	end    int64        // largest end written since the last Sync
 	pos    int64
 	closed bool
+	// uncounted: the MDS did not count this File's write grant (an
+	// inline file's, rpc.LayoutGetResp.Uncounted): nothing to return.
+	uncounted bool
 }
 
 // view is a file's layout and capability, immutable once built.
@@ -410,12 +413,14 @@ func (f *File) Close() error {
 	}
 	f.mu.Lock()
 	f.closed = true
+	uncounted := f.uncounted
 	f.mu.Unlock()
 	// LAYOUTRETURN is advisory; a failure does not fail the close.
 	// A write layout's return ends this writer for the MDS (rebuilds wait
 	// for the writers of a file). The MDS keeps nothing for a read
-	// layout, so a reader's close costs no call.
-	if f.writable() {
+	// layout, nor for the write grant of a file that stayed inline, so
+	// their close costs no call.
+	if f.writable() && !uncounted {
 		_ = f.c.mds(f.ctx, rpc.MLayoutReturn, &rpc.LayoutReturnReq{Ino: f.ino, Write: true}, &rpc.Empty{})
 	}
 	return err

@@ -441,3 +441,59 @@ func TestInlineBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestInlineCloseNoReturn: a writer of a file that stays inline closes
+// with no MDS call (the MDS did not count its grant: nothing to return),
+// whether it opened the file with its create (CreateInoPlus, as the mount
+// does) or after; a writer whose file grows onto the data servers while
+// it is open is counted then and returns its layout at close, and every
+// byte reads back.
+func TestInlineCloseNoReturn(t *testing.T) {
+	cl := inlineCluster(t, 4)
+	ctx := testcluster.Context(t, 2*time.Minute)
+	c := cl.Client()
+	returns := func() int { return cl.MDSOps()["layoutreturn"] }
+	data := bytes.Repeat([]byte("small file "), 300)
+
+	before := returns()
+	writeInline(ctx, t, c, "/a", data)
+	cr, err := c.CreateInoPlus(ctx, rpc.RootIno, "b", 0o644, c.Cred(), true, true)
+	if err != nil || cr.File == nil {
+		t.Fatalf("create plus: %v (opened %v)", err, cr != nil && cr.File != nil)
+	}
+	if _, err := cr.File.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := cr.File.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := returns() - before; n != 0 {
+		t.Fatalf("closing two inline files' writers made %d LAYOUTRETURN calls, want 0", n)
+	}
+	for _, name := range []string{"/a", "/b"} {
+		if got := readInline(ctx, t, c, name); !bytes.Equal(got, data) {
+			t.Fatalf("%s: read back %d bytes, not the %d written", name, len(got), len(data))
+		}
+	}
+
+	// Grown past the threshold while open: the writer's grant is counted
+	// once the file is on the data servers, and returned at close.
+	f, err := c.OpenFile(ctx, "/a", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("grown "), 30000)
+	if _, err := f.WriteAt(big, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	before = returns()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := returns() - before; n != 1 {
+		t.Fatalf("closing the writer of a file that left the MDS made %d LAYOUTRETURN calls, want 1", n)
+	}
+	if got := readInline(ctx, t, c, "/a"); !bytes.Equal(got, append(bytes.Clone(data), big...)) {
+		t.Fatalf("grown file: read back %d bytes, want %d", len(got), len(data)+len(big))
+	}
+}

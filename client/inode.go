@@ -226,24 +226,40 @@ func (c *Client) OpenCreatedIno(ctx context.Context, ino uint64, flag int) (*Fil
 
 // refreshAttr is refresh returning the attributes the MDS sent with the
 // layout. The size this handle knows only grows.
+//
+// A writer whose grant the MDS did not count (an inline file's) and whose
+// file is on the data servers now asks again, to be counted (Count),
+// before it has a layout to write there: a rebuild waits for it.
 func (f *File) refreshAttr(ctx context.Context) (*rpc.Attr, error) {
-	var r rpc.LayoutGetResp
-	f.mu.Lock()
-	again := f.view != nil // a refresh, not an open: returned once, at Close
-	f.mu.Unlock()
-	req := rpc.LayoutGetReq{Ino: f.ino, Write: f.writable(), Refresh: again, Created: f.created && !again, Job: f.tag.Job, Class: uint8(f.tag.Class), Inline: true}
-	if err := f.c.mds(ctx, rpc.MLayoutGet, &req, &r); err != nil {
-		return nil, err
+	for {
+		var r rpc.LayoutGetResp
+		f.mu.Lock()
+		again := f.view != nil // a refresh, not an open: returned once, at Close
+		count := again && f.uncounted
+		f.mu.Unlock()
+		req := rpc.LayoutGetReq{Ino: f.ino, Write: f.writable(), Refresh: again, Created: f.created && !again, Job: f.tag.Job, Class: uint8(f.tag.Class), Inline: true, Count: count}
+		if err := f.c.mds(ctx, rpc.MLayoutGet, &req, &r); err != nil {
+			return nil, err
+		}
+		v, err := newView(&r)
+		if err != nil {
+			return nil, err
+		}
+		f.mu.Lock()
+		if !again || count {
+			f.uncounted = f.writable() && r.Uncounted
+		}
+		if f.uncounted && v.inline == nil {
+			// The file left the MDS between the MDS's look and its
+			// answer (for good: the next answer is counted).
+			f.mu.Unlock()
+			continue
+		}
+		f.view = v
+		f.size = max(f.size, int64(r.Attr.Size))
+		f.mu.Unlock()
+		return &r.Attr, nil
 	}
-	v, err := newView(&r)
-	if err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	f.view = v
-	f.size = max(f.size, int64(r.Attr.Size))
-	f.mu.Unlock()
-	return &r.Attr, nil
 }
 
 // Refresh fetches the file's layout, a fresh capability and its

@@ -115,13 +115,19 @@ func (c *Client) CreateInoPlus(ctx context.Context, parent uint64, name string, 
 		f := &File{c: c, ctx: ctx, name: fmt.Sprintf("inode %d", out.Attr.Ino), flag: os.O_RDWR, ino: out.Attr.Ino,
 			dirty: map[int]bool{}, created: out.Created, tag: tag}
 		v, err := newView(r.Layout)
-		if err != nil {
+		switch {
+		case err == nil && r.Layout.Uncounted && v.inline == nil:
+			// An uncounted grant of a file that just left the MDS: the
+			// caller opens the file itself, counted.
+		case err != nil:
 			// The grant is returned; the caller opens the file itself.
-			_ = c.mds(ctx, rpc.MLayoutReturn, &rpc.LayoutReturnReq{Ino: f.ino, Write: true}, &rpc.Empty{})
-			return out, nil
+			if !r.Layout.Uncounted {
+				_ = c.mds(ctx, rpc.MLayoutReturn, &rpc.LayoutReturnReq{Ino: f.ino, Write: true}, &rpc.Empty{})
+			}
+		default:
+			f.view, f.size, f.uncounted = v, int64(r.Layout.Attr.Size), r.Layout.Uncounted
+			out.File = f
 		}
-		f.view, f.size = v, int64(r.Layout.Attr.Size)
-		out.File = f
 	}
 	if q := r.Quota; q != nil {
 		out.QuotaEnd, out.QuotaKnown = ^uint64(0), true

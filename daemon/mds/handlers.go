@@ -529,8 +529,11 @@ func (s *Server) layoutGet(ctx context.Context, r *rpc.LayoutGetReq) (*rpc.Layou
 			return nil, err
 		}
 	}
-	resp, err := s.layoutFor(ctx, r.Ino, r.Write, !r.Refresh, tag)
+	open := !r.Refresh || r.Count
+	uncounted := r.Write && open && r.Inline && s.isInline(r.Ino)
+	resp, err := s.layoutFor(ctx, r.Ino, r.Write, open && !uncounted, tag)
 	if err == nil && r.Inline {
+		resp.Uncounted = uncounted
 		err = s.attachInline(resp, r.Ino)
 	}
 	return resp, err

@@ -172,6 +172,19 @@ func (s *Server) inlineRoom(more uint64) bool {
 	return s.fsm.st.inline+more <= uint64(s.cfg.InlineBudget)
 }
 
+// isInline reports whether file ino's bytes are in the MDS. A write grant
+// of an inline file is not counted as an open (LayoutGetResp.Uncounted):
+// the writers are counted for rebuilds, which leave inline files alone,
+// so its writer returns nothing at close (one MDS call less per small
+// file). A writer whose file left the MDS asks again with Count before
+// it writes to the data servers, so a rebuild waits for it as for any.
+func (s *Server) isInline(ino uint64) bool {
+	s.fsm.mu.RLock()
+	defer s.fsm.mu.RUnlock()
+	n, err := s.fsm.st.node(ino)
+	return err == nil && n.Inline
+}
+
 // attachInline adds the inline bytes of file ino to resp, with the
 // attributes they go with. A file that is not inline (any more) is left
 // as it is.

@@ -140,3 +140,72 @@ func TestInlineCorrupt(t *testing.T) {
 		t.Fatal("corrupt inline data was moved to the data servers")
 	}
 }
+
+// TestInlineGrantUncounted: the write grant of an inline file is not
+// counted as an open (nothing for its writer to return, nothing kept for
+// it), a file on the data servers has its writers counted as before, and
+// a refresh with Count (a writer whose file left the MDS) is counted, so
+// that a rebuild waits for it.
+func TestInlineGrantUncounted(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.InlineMax = 64 << 10
+	m := startMDS(t, cfg)
+	m.fakeDSes(4)
+	ino := must[rpc.CreateResp](m, rpc.MCreate, &rpc.CreateReq{Parent: rpc.RootIno, Name: "small", Mode: 0o644, Inline: true}).Attr.Ino
+	plain := must[rpc.CreateResp](m, rpc.MCreate, &rpc.CreateReq{Parent: rpc.RootIno, Name: "plain", Mode: 0o644}).Attr.Ino
+	writers := func(ino uint64) int {
+		m.wr.mu.Lock()
+		defer m.wr.mu.Unlock()
+		if f := m.wr.files[ino]; f != nil {
+			return f.open
+		}
+		return 0
+	}
+	for _, req := range []rpc.LayoutGetReq{
+		{Ino: ino, Write: true, Inline: true},
+		{Ino: ino, Write: true, Inline: true, Refresh: true},
+		{Ino: ino, Write: true, Inline: true, Refresh: true, Count: true},
+	} {
+		lg := must[rpc.LayoutGetResp](m, rpc.MLayoutGet, &req)
+		if lg.Inline == nil || lg.Uncounted != (!req.Refresh || req.Count) {
+			t.Fatalf("%+v of an inline file: inline %v, uncounted %v", req, lg.Inline != nil, lg.Uncounted)
+		}
+		if n := writers(ino); n != 0 {
+			t.Fatalf("%+v of an inline file: %d writers counted, want 0", req, n)
+		}
+	}
+	m.wr.mu.Lock()
+	_, kept := m.wr.files[ino]
+	m.wr.mu.Unlock()
+	if kept {
+		t.Fatal("the MDS keeps writer state for an inline file nobody will return")
+	}
+	if m.wr.busy(ino) != "" {
+		t.Fatalf("an inline file's writers hold off rebuilds: %s", m.wr.busy(ino))
+	}
+
+	// A file on the data servers: its open and a refresh with Count are
+	// counted, a plain refresh is not; each return ends one.
+	for i, req := range []rpc.LayoutGetReq{
+		{Ino: plain, Write: true, Inline: true},
+		{Ino: plain, Write: true, Inline: true, Refresh: true},
+		{Ino: plain, Write: true, Inline: true, Refresh: true, Count: true},
+	} {
+		lg := must[rpc.LayoutGetResp](m, rpc.MLayoutGet, &req)
+		if lg.Inline != nil || lg.Uncounted {
+			t.Fatalf("%+v of a file on the data servers: inline %v, uncounted %v", req, lg.Inline != nil, lg.Uncounted)
+		}
+		if want := []int{1, 1, 2}[i]; writers(plain) != want {
+			t.Fatalf("after %+v: %d writers counted, want %d", req, writers(plain), want)
+		}
+	}
+	if m.wr.busy(plain) == "" {
+		t.Fatal("a file open for writing on the data servers does not hold off rebuilds")
+	}
+	for range 2 {
+		must[rpc.Empty](m, rpc.MLayoutReturn, &rpc.LayoutReturnReq{Ino: plain, Write: true})
+	}
+	if m.wr.busy(plain) != "" {
+		t.Fatalf("after both returns: %s", m.wr.busy(plain))
+	}
+}

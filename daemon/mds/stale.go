@@ -116,6 +116,11 @@ func (w *writers) grant(ino uint64, expiry time.Time, open bool) {
 	for w.files[ino] != nil && w.files[ino].swapping {
 		w.swapped.Wait()
 	}
+	if !open && w.files[ino] == nil {
+		// Nothing to extend and no watch to tell: a state made here would
+		// never be pruned (no return follows).
+		return
+	}
 	f := w.file(ino)
 	if open {
 		f.open++

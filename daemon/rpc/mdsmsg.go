@@ -335,6 +335,11 @@ type LayoutGetReq struct {
 	// appended later: an older client sends false, and the MDS moves an
 	// inline file to the data servers before it answers.
 	Inline bool
+	// Count asks, with Refresh, that the write grant be counted as an
+	// open to be returned (LayoutReturn): the caller's open grant was not
+	// (LayoutGetResp.Uncounted) and the file may have left the MDS.
+	// Appended later.
+	Count bool
 }
 
 // LayoutGetResp answers LayoutGet with fresh attributes (close-to-open).
@@ -349,6 +354,13 @@ type LayoutGetResp struct {
 	// caller that asked with Inline; nil: the bytes are on the data
 	// servers. Appended later.
 	Inline *InlineData
+	// Uncounted says the write grant of an open (or of a refresh with
+	// Count) was not counted, as the file is inline: no rebuild waits for
+	// its writer, and the caller returns nothing at close. Before it
+	// writes to the data servers (the file left the MDS), the caller asks
+	// again with Refresh and Count. Only to a caller that asked with
+	// Inline; appended later.
+	Uncounted bool
 }
 
 // LayoutCommitReq publishes what a writer made durable: the file's size
