@@ -293,3 +293,14 @@ func (dc *dirCache) sweepLocked(now time.Time) {
 		}
 	}
 }
+
+// unchangedSince reports whether no change made through the mount since
+// the epoch was epoch can have changed inode ino's attributes.
+func (dc *dirCache) unchangedSince(ino, epoch uint64) bool {
+	if dc.ttl <= 0 {
+		return false // touches are not recorded
+	}
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	return dc.all.Load() <= epoch && dc.touched[ino].epoch <= epoch
+}

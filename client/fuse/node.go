@@ -145,6 +145,14 @@ func (n *node) gone(op, name string, ch *fs.Inode, dir *rpc.Attr, err error) sys
 // Getattr returns the attributes, with what this mount knows that the
 // MDS does not yet (uncommitted size).
 func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *gofuse.AttrOut) syscall.Errno {
+	if h, ok := fh.(*handle); ok {
+		if a, left, ok := h.of.cachedAttr(); ok { // openattr.go
+			n.remember(a)
+			fillAttr(&out.Attr, a, n.fsys.blksize())
+			out.SetTimeout(left)
+			return 0
+		}
+	}
 	if a, left, ok := n.fsys.da.get(n.ino()); ok {
 		n.remember(a)
 		fillAttr(&out.Attr, a, n.fsys.blksize())

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 
@@ -35,6 +36,10 @@ type openFile struct {
 
 	tag   qos.Tag    // of the process that opened it first (job.go); guarded by mu
 	quota quotaGrant // how far the file may grow (quota.go); guarded by mu
+	// asked is when the MDS was last asked for attr by an open (the
+	// time and the dircache epoch before the call; zero: not since the
+	// state was made), for getattr (openattr.go); guarded by mu.
+	asked askedAttr
 
 	w  writer
 	ra readahead
@@ -92,6 +97,7 @@ func (of *openFile) setTag(t qos.Tag) {
 // fresh, fetches fresh attributes and layout (close-to-open). It returns
 // the attributes.
 func (of *openFile) open(ctx context.Context, write, fresh bool) (*rpc.Attr, error) {
+	asked := askedAttr{at: time.Now(), epoch: of.fsys.dc.epoch.Load()}
 	of.mu.Lock()
 	defer of.mu.Unlock()
 	switch {
@@ -114,13 +120,13 @@ func (of *openFile) open(ctx context.Context, write, fresh bool) (*rpc.Attr, err
 		if of.f != nil {
 			of.retired = append(of.retired, of.f)
 		}
-		of.f, of.attr = f, *a
+		of.f, of.attr, of.asked = f, *a, asked
 	case fresh:
 		a, err := of.f.Refresh(ctx)
 		if err != nil {
 			return nil, err
 		}
-		of.attr = *a
+		of.attr, of.asked = *a, asked
 		of.ra.drop()
 	}
 	a := of.attr
