@@ -44,6 +44,7 @@ func BenchmarkSmallFiles(b *testing.B) {
 			write, read  float64 // MDS calls per file
 			steps        []stepTime
 			inlineThresh int
+			cl           *testcluster.Cluster
 		}
 		runs := []*run{{name: "strata, inline off", inlineThresh: 0}, {name: "strata, inline <= 64 KiB", inlineThresh: mds.DefaultInlineMax}}
 		opts := fuse.DefaultOptions()
@@ -55,7 +56,7 @@ func BenchmarkSmallFiles(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer unmountStrata(b, strata)
-			r.dir, r.ops = strata.Dir(), cl.MDSOps
+			r.dir, r.ops, r.cl = strata.Dir(), cl.MDSOps, cl
 			r.steps = smallFileSteps(b, cl.Client(), steps, r.inlineThresh > 0)
 		}
 		loop := &run{name: "go-fuse loopback", dir: mountLoopback(b, opts)}
@@ -86,6 +87,10 @@ func BenchmarkSmallFiles(b *testing.B) {
 				total += s.d
 			}
 			fmt.Printf("    %-58s %7.3f\n", "total", ms(total))
+		}
+		for _, r := range runs {
+			fmt.Printf("The kernel's requests per small file through the mount (%s), the mount's time over each:\n", r.name)
+			smallFileTrace(b, r.cl, steps, wait)
 		}
 		b.ReportMetric(runs[0].rate/loopRate, "small_off_ratio")
 		b.ReportMetric(runs[1].rate/loopRate, "small_inline_ratio")
