@@ -32,7 +32,9 @@ type Config struct {
 	// ChunkSize is the most bytes of one data server request; default
 	// 1 MiB. A request's bytes are summed, sent, received, verified and
 	// written while still in the CPU caches: with 4 MiB the data servers'
-	// pwrite alone cost twice the CPU per byte (BenchmarkDataPath).
+	// pwrite alone cost twice the CPU per byte (BenchmarkDataPath). A
+	// striped read asks for up to four chunks of a column at once
+	// (readChunks), verified as they land.
 	ChunkSize int
 	// FailoverTimeout is how long a call keeps trying other MDS replicas
 	// while none leads (an election); default 15s.

@@ -380,6 +380,16 @@ func TestBitFlipDetected(t *testing.T) {
 	if !errors.Is(err, syscall.EIO) {
 		t.Fatalf("read of the corrupt range = %d bytes, %v; want EIO", n, err)
 	}
+	// A read of the whole file asks column 0 for both its units in one
+	// request (readChunks): the corrupt block is in the middle of the
+	// reply, and its flipped byte is not left in the caller's buffer.
+	all := make([]byte, len(want))
+	if n, err := r.ReadAt(all, 0); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("read of the whole file = %d bytes, %v; want EIO", n, err)
+	}
+	if all[2<<20+100] == want[2<<20+100]^0x10 {
+		t.Fatal("read of the whole file left the corrupt byte in the caller's buffer")
+	}
 	// Column 1 is intact.
 	if _, err := r.ReadAt(p, 1<<20); err != nil {
 		t.Fatalf("read of an intact column: %v", err)

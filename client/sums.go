@@ -25,25 +25,69 @@ func (e *sumError) Error() string {
 
 func (e *sumError) Unwrap() []error { return []error{e.err, syscall.EIO} }
 
-// checkReply verifies the got bytes a read scattered over pieces, from
-// component offset off, against the reply's sums.
-func checkReply(off uint64, sums []byte, pieces [][]byte, got int) error {
-	filled := pieces
-	if got < totalLen(pieces) {
-		filled = make([][]byte, 0, len(pieces))
-		for _, pc := range pieces {
-			if got == 0 {
-				break
-			}
-			k := min(got, len(pc))
-			filled = append(filled, pc[:k])
-			got -= k
+// replyCheck verifies a read reply's bytes, scattered over pieces from
+// component offset off, against the reply's sums block by block as they
+// land (rpc.Client.CallRead): each rpc.SumBlock is summed right after its
+// last byte arrives, while it is still in the CPU's caches, instead of in
+// a second pass over the whole reply once it is out of them.
+type replyCheck struct {
+	off    uint64
+	resp   *rpc.DSResp
+	pieces [][]byte
+	done   int      // bytes verified
+	pi, po int      // where byte done is: piece index and offset in it
+	err    error    // the first failure; nothing more is verified
+	span   [][]byte // scratch: the pieces of the bytes being verified
+}
+
+// landed verifies the whole blocks among the first n bytes.
+func (c *replyCheck) landed(n int) {
+	end := n - int((c.off+uint64(n))%rpc.SumBlock)
+	if end > c.done {
+		c.verify(end)
+	}
+}
+
+// finish verifies the rest of the got bytes the reply held and that the
+// reply had a checksum for each of their blocks, no more.
+func (c *replyCheck) finish(got int) error {
+	if got > c.done {
+		c.verify(got)
+	}
+	if c.err == nil && len(c.resp.Sums) != rpc.SumCount(c.off, got)*rpc.SumSize {
+		c.err = &sumError{err: fmt.Errorf("%w: %d bytes of checksums for %d bytes at %d", rpc.ErrSum, len(c.resp.Sums), got, c.off)}
+	}
+	return c.err
+}
+
+// verify checks bytes [c.done, end) against their checksums.
+func (c *replyCheck) verify(end int) {
+	if c.err != nil {
+		return
+	}
+	at := c.off + uint64(c.done)
+	span := c.span[:0]
+	for left := end - c.done; left > 0; {
+		pc := c.pieces[c.pi][c.po:]
+		k := min(left, len(pc))
+		span = append(span, pc[:k])
+		left -= k
+		if c.po += k; c.po == len(c.pieces[c.pi]) {
+			c.pi, c.po = c.pi+1, 0
 		}
 	}
-	if err := rpc.CheckSums(off, sums, filled...); err != nil {
-		return &sumError{err: err}
+	c.span = span[:0]
+	first := int(at/rpc.SumBlock - c.off/rpc.SumBlock) // index of at's block in Sums
+	count := rpc.SumCount(at, end-c.done)
+	c.done = end
+	sums := c.resp.Sums
+	if len(sums) < (first+count)*rpc.SumSize {
+		c.err = &sumError{err: fmt.Errorf("%w: %d bytes of checksums for more than %d bytes at %d", rpc.ErrSum, len(sums), end, c.off)}
+		return
 	}
-	return nil
+	if err := rpc.CheckSums(at, sums[first*rpc.SumSize:(first+count)*rpc.SumSize], span...); err != nil {
+		c.err = &sumError{err: err}
+	}
 }
 
 func totalLen(pieces [][]byte) int {

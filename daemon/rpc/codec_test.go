@@ -212,7 +212,7 @@ func FuzzReply(f *testing.F) {
 			}
 		}
 		var r2 DSResp
-		m, _ := readReply(bytes.NewReader(b), &r2, [][]byte{make([]byte, n1), make([]byte, n2)})
+		m, _ := readReply(bytes.NewReader(b), &r2, [][]byte{make([]byte, n1), make([]byte, n2)}, nil)
 		if m > int(n1)+int(n2) || m < 0 {
 			t.Fatalf("readReply read %d bytes into %d", m, int(n1)+int(n2))
 		}
