@@ -69,7 +69,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		deps.Disk = OSDisk{}
 	}
 	if deps.Meter == nil {
-		deps.Meter = SystemMeter{}
+		deps.Meter = NewSystemMeter()
 	}
 	log := deps.Log.With("component", "ds", "ds_id", cfg.ID)
 	st, err := openStore(cfg.Dir, deps.Disk, log, cfg.ID, cfg.BlockSize, cfg.Capacity)

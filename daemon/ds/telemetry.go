@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shirou/gopsutil/v4/disk"
@@ -33,15 +34,54 @@ type Meter interface {
 	Net(ctx context.Context) (rx, tx uint64, err error)
 }
 
-// SystemMeter is the Meter of the machine (gopsutil v4).
-type SystemMeter struct{}
+// SystemMeter is the Meter of the machine (gopsutil v4). The zero value
+// looks dir's device up on every call; NewSystemMeter's keeps it a while.
+type SystemMeter struct {
+	devs *deviceCache
+}
 
 var _ Meter = SystemMeter{}
 
+// NewSystemMeter returns a SystemMeter that looks a directory's device up
+// once a minute, not at every heartbeat: the lookup reads the whole mount
+// table (a few milliseconds of CPU a beat, several percent of a loaded
+// data server's).
+func NewSystemMeter() SystemMeter { return SystemMeter{devs: &deviceCache{}} }
+
+// deviceCache is the device of the last directory looked up, and when.
+type deviceCache struct {
+	mu  sync.Mutex
+	dir string
+	dev string
+	at  time.Time
+}
+
+// deviceTTL is how long a directory's device is kept.
+const deviceTTL = time.Minute
+
+// device returns deviceOf(dir), from the cache while it is fresh.
+func (sm SystemMeter) device(ctx context.Context, dir string) (string, error) {
+	if sm.devs == nil {
+		return deviceOf(ctx, dir)
+	}
+	c := sm.devs
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.dir == dir && !c.at.IsZero() && time.Since(c.at) < deviceTTL {
+		return c.dev, nil
+	}
+	dev, err := deviceOf(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	c.dir, c.dev, c.at = dir, dev, time.Now()
+	return dev, nil
+}
+
 // Disk finds dir's file system among the mounted ones (the longest mount
 // point above it) and reads its device's counters.
-func (SystemMeter) Disk(ctx context.Context, dir string) (string, uint64, uint64, error) {
-	dev, err := deviceOf(ctx, dir)
+func (sm SystemMeter) Disk(ctx context.Context, dir string) (string, uint64, uint64, error) {
+	dev, err := sm.device(ctx, dir)
 	if err != nil || dev == "" {
 		return "", 0, 0, err
 	}

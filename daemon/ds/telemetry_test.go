@@ -96,4 +96,13 @@ func TestSystemMeterFindsTheDisk(t *testing.T) {
 	if _, _, err := (SystemMeter{}).Net(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The meter a server uses keeps the device it found, and reads the
+	// same counters.
+	m := NewSystemMeter()
+	for range 2 {
+		d, r3, w3, err := m.Disk(ctx, dir)
+		if err != nil || d != dev || r3 < r1 || w3 < w1 {
+			t.Fatalf("%s: the caching meter says %q, counters %d/%d, %v", dir, d, r3, w3, err)
+		}
+	}
 }
