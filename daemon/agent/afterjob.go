@@ -130,8 +130,9 @@ func (s *Server) awaitFirstNode(t *tier) {
 	defer cancel()
 	tc, err := t.tierClient(time.Nanosecond)
 	if err == nil {
+		m := markReader{tc: tc}
 		_ = poll(ctx, time.Second, func() (bool, error) {
-			return firstNodeMark(ctx, tc) == epilogDrained, nil
+			return m.read(ctx) == epilogDrained, nil
 		})
 		tc.Close()
 	}
@@ -145,20 +146,44 @@ func (s *Server) awaitFirstNode(t *tier) {
 	}
 }
 
-// firstNodeMark reads the first node's mark on the tier's root: "" when
-// there is none yet, epilogDrained when the tier's MDS is gone (the first
-// node is done with it).
-func firstNodeMark(ctx context.Context, tc interface {
-	GetXattrIno(context.Context, uint64, string) ([]byte, error)
-}) string {
+// mdsGoneAfter is how long the tier's MDS must refuse every call before
+// the other nodes take it as gone (the first node is done with it): a
+// call that times out, or one refusal, is an MDS that is busy or
+// restarting, and the files it still drains are on these nodes.
+const mdsGoneAfter = 2 * time.Second
+
+// markReader reads the first node's mark on the tier's root, through one
+// tier client, poll after poll.
+type markReader struct {
+	tc interface {
+		GetXattrIno(context.Context, uint64, string) ([]byte, error)
+	}
+	refusedSince time.Time // the first of the refusals in a row
+}
+
+// read returns the first node's mark: "" when there is none yet (or the
+// MDS did not answer in time), epilogDrained when the tier's MDS has
+// refused every call for mdsGoneAfter.
+func (m *markReader) read(ctx context.Context) string {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	v, err := tc.GetXattrIno(cctx, rpc.RootIno, epilogXattr)
+	v, err := m.tc.GetXattrIno(cctx, rpc.RootIno, epilogXattr)
 	switch {
 	case err == nil:
+		m.refusedSince = time.Time{}
 		return string(v)
-	case errors.Is(err, rpc.ErrUnavailable):
-		return epilogDrained
+	case errors.Is(err, rpc.ErrUnavailable) && cctx.Err() == nil:
+		// Refused before the call's time ran out: gone, once it lasts.
+		if m.refusedSince.IsZero() {
+			m.refusedSince = time.Now()
+		}
+		if time.Since(m.refusedSince) >= mdsGoneAfter {
+			return epilogDrained
+		}
+	default:
+		// An answer that is an error, or no answer in time: the MDS is
+		// there (or the caller's time is over), so nothing is known.
+		m.refusedSince = time.Time{}
 	}
 	return ""
 }

@@ -141,16 +141,17 @@ func (s *Server) markEpilog(t *tier, mark string) {
 // returns the mark, epilogDrained when the MDS is gone (the first node is
 // done with it), "" when ctx ended first.
 func (s *Server) waitFirstNode(ctx context.Context, t *tier) string {
-	// No failover retries: an MDS that does not answer is gone, and then
-	// the first node is done with it.
+	// No failover retries: an MDS that refuses every call for
+	// mdsGoneAfter is gone (markReader), and then the first node is done
+	// with it.
 	tc, err := t.tierClient(time.Nanosecond)
 	if err != nil {
 		return epilogDrained
 	}
 	defer tc.Close()
-	mark := ""
+	mark, m := "", markReader{tc: tc}
 	_ = poll(ctx, 50*time.Millisecond, func() (bool, error) {
-		mark = firstNodeMark(ctx, tc)
+		mark = m.read(ctx)
 		return mark != "", nil
 	})
 	return mark
