@@ -131,7 +131,7 @@ func (s *Server) awaitFirstNode(t *tier) {
 	tc, err := t.tierClient(time.Nanosecond)
 	if err == nil {
 		m := markReader{tc: tc}
-		_ = poll(ctx, time.Second, func() (bool, error) {
+		_ = poll(ctx, 250*time.Millisecond, func() (bool, error) {
 			return m.read(ctx) == epilogDrained, nil
 		})
 		tc.Close()

@@ -113,11 +113,9 @@ func (s *Server) Prolog(ctx context.Context, req jobtier.HookRequest) error {
 		// The other nodes stop waiting for this one (best effort).
 		s.markFailed(t, reason)
 	}
-	req2 := rpc.TierPutReq{Errors: []string{oneLine(reason)}}
-	if t.st.first() {
-		req2.State = rpc.TierFailed
-	}
-	t.rep.put(req2)
+	// One node's failure is the tier's (the first node's epilog may yet
+	// report it done: the registry keeps failed).
+	t.rep.put(rpc.TierPutReq{State: rpc.TierFailed, Errors: []string{oneLine(reason)}})
 	s.log.Warn("prolog_failed", "job_id", req.JobID, "job_error", isJobError(err), "err", err)
 	return err
 }

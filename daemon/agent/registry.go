@@ -87,17 +87,23 @@ func (r *reporter) statsLater(st rpc.TierNodeStats) {
 	r.poke()
 }
 
-// flush sends the queued reports, then the queued counters.
+// flush sends the queued reports, the queued counters with the last of
+// them (a final state and the counters it ends with land together: the
+// registry never shows a tier done with its last counters still to come).
 func (r *reporter) flush() {
 	r.mu.Lock()
 	q, st := r.queue, r.stats
 	r.queue, r.stats = nil, nil
 	r.mu.Unlock()
+	if st != nil {
+		if n := len(q); n > 0 && q[n-1].Stats.Node == "" {
+			q[n-1].Stats = *st
+		} else {
+			q = append(q, rpc.TierPutReq{Stats: *st})
+		}
+	}
 	for _, req := range q {
 		r.send(req)
-	}
-	if st != nil {
-		r.send(rpc.TierPutReq{Stats: *st})
 	}
 }
 

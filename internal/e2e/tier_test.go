@@ -573,20 +573,34 @@ func waitJob(t *testing.T, e *tiertest.Env, id uint32, state string) string {
 // no mount point, no data, no state, no daemon.
 func checkGone(t *testing.T, e *tiertest.Env, id uint32, nodes []string) {
 	t.Helper()
+	// The other nodes of a tier kept after its job tear their part down
+	// once they see the first node done (its mark, or its MDS gone for
+	// a while): wait for it, up to 30 s.
 	dir := e.MountPath(id)
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("tier directory %s still exists (%v)", dir, err)
+	var left []string
+	for range 300 {
+		left = left[:0]
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			left = append(left, fmt.Sprintf("tier directory %s still exists (%v)", dir, err))
+		}
+		for _, n := range nodes {
+			if m, err := e.Mounted(n, dir); err != nil || m {
+				left = append(left, fmt.Sprintf("%s: tier still mounted on %s (%v)", n, dir, err))
+			}
+			if _, err := os.Stat(e.NVMeDir(n, id)); !os.IsNotExist(err) {
+				left = append(left, fmt.Sprintf("%s: tier data %s still exists (%v)", n, e.NVMeDir(n, id), err))
+			}
+			if _, err := os.Stat(e.StateFile(n, id)); !os.IsNotExist(err) {
+				left = append(left, fmt.Sprintf("%s: tier state %s still exists (%v)", n, e.StateFile(n, id), err))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	for _, n := range nodes {
-		if m, err := e.Mounted(n, dir); err != nil || m {
-			t.Errorf("%s: tier still mounted on %s (%v)", n, dir, err)
-		}
-		if _, err := os.Stat(e.NVMeDir(n, id)); !os.IsNotExist(err) {
-			t.Errorf("%s: tier data %s still exists (%v)", n, e.NVMeDir(n, id), err)
-		}
-		if _, err := os.Stat(e.StateFile(n, id)); !os.IsNotExist(err) {
-			t.Errorf("%s: tier state %s still exists (%v)", n, e.StateFile(n, id), err)
-		}
+	for _, l := range left {
+		t.Error(l + " 30 s later")
 	}
 }
 
