@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -33,9 +34,18 @@ import (
 //
 // Reads from handlers take mu.RLock; Apply takes mu.Lock once per batch
 // and never blocks on anything else while holding it.
+//
+// Before it applies a batch, and before taking mu, ApplyBatch tells the
+// leader's proposer which command entries are committed, so that the next
+// entry goes out while these are applied (proposer.go). This changes no
+// state: every replica applies the same entries alike.
 type fsm struct {
 	mu sync.RWMutex
 	st *state
+
+	// prop is the proposer told of committed entries; nil until the
+	// server has one.
+	prop atomic.Pointer[proposer]
 
 	// orphaned receives a token (never blocking) when Apply or Restore
 	// leaves orphans to collect; the GC loop drains it.
@@ -77,6 +87,13 @@ type decoded struct {
 // ApplyBatch applies committed entries in order under one lock; decoding
 // happens before the lock is taken.
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	if p := f.prop.Load(); p != nil {
+		for _, l := range logs {
+			if l.Type == raft.LogCommand {
+				p.committed(l)
+			}
+		}
+	}
 	cmds := make([]decoded, len(logs))
 	for i, l := range logs {
 		if l.Type == raft.LogCommand {
