@@ -269,6 +269,9 @@ func newPayload(t cmdType) any {
 // encodeCommand returns the log entry of a command: t, then payload (a
 // pointer to the payload struct of t).
 func encodeCommand(t cmdType, payload any) []byte {
+	if c, ok := payload.(*createCmd); ok {
+		return appendCreate(append(make([]byte, 0, createSize(c)), byte(t)), c)
+	}
 	return rpc.Marshal(append(make([]byte, 0, 96), byte(t)), payload)
 }
 
@@ -277,6 +280,12 @@ func encodeCommand(t cmdType, payload any) []byte {
 // caller skips it. Any other unknown type or undecodable payload is an
 // error; Apply panics on it.
 func decodeCommand(b []byte) (cmdType, any, error) {
+	return decodeCommandNames(b, nil)
+}
+
+// decodeCommandNames is decodeCommand sharing data server ids through
+// names (nil: none shared).
+func decodeCommandNames(b []byte, names targetNames) (cmdType, any, error) {
 	if len(b) == 0 {
 		return 0, nil, fmt.Errorf("%w: empty entry", rpc.ErrDecode)
 	}
@@ -294,7 +303,7 @@ func decodeCommand(b []byte) (cmdType, any, error) {
 		}
 		bc.subs = make([]decoded, len(bc.Cmds))
 		for i, c := range bc.Cmds {
-			st, sp, err := decodeCommand(c)
+			st, sp, err := decodeCommandNames(c, names)
 			switch {
 			case err != nil:
 				return t, nil, fmt.Errorf("batch command %d: %w", i, err)
@@ -305,7 +314,13 @@ func decodeCommand(b []byte) (cmdType, any, error) {
 		}
 		return t, p, nil
 	}
-	if err := rpc.Unmarshal(b[1:], p); err != nil {
+	var err error
+	if c, ok := p.(*createCmd); ok {
+		err = decodeCreate(b[1:], c, names)
+	} else {
+		err = rpc.Unmarshal(b[1:], p)
+	}
+	if err != nil {
 		return t, nil, fmt.Errorf("decode command %d: %w", t, err)
 	}
 	return t, p, nil

@@ -47,6 +47,10 @@ type fsm struct {
 	// server has one.
 	prop atomic.Pointer[proposer]
 
+	// names shares data server ids between decoded commands; only raft's
+	// FSM goroutine (Apply, ApplyBatch) uses it.
+	names targetNames
+
 	// orphaned receives a token (never blocking) when Apply or Restore
 	// leaves orphans to collect; the GC loop drains it.
 	orphaned chan struct{}
@@ -58,12 +62,12 @@ var (
 )
 
 func newFSM() *fsm {
-	return &fsm{st: newState(), orphaned: make(chan struct{}, 1)}
+	return &fsm{st: newState(), orphaned: make(chan struct{}, 1), names: targetNames{}}
 }
 
 // Apply applies one committed log entry.
 func (f *fsm) Apply(l *raft.Log) any {
-	t, p := mustDecode(l)
+	t, p := mustDecode(l, f.names)
 	if p == nil {
 		return nil // an ignorable command of a newer version
 	}
@@ -97,7 +101,7 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	cmds := make([]decoded, len(logs))
 	for i, l := range logs {
 		if l.Type == raft.LogCommand {
-			cmds[i].t, cmds[i].p = mustDecode(l)
+			cmds[i].t, cmds[i].p = mustDecode(l, f.names)
 		}
 	}
 	out := make([]any, len(logs))
@@ -125,8 +129,8 @@ func (f *fsm) kick() {
 
 // mustDecode decodes a command entry, or panics: see the FSM contract. A
 // nil payload is an ignorable command of a newer version.
-func mustDecode(l *raft.Log) (cmdType, any) {
-	t, p, err := decodeCommand(l.Data)
+func mustDecode(l *raft.Log, names targetNames) (cmdType, any) {
+	t, p, err := decodeCommandNames(l.Data, names)
 	if err != nil {
 		panic(fmt.Sprintf("mds: raft log entry %d does not decode, refusing to diverge: %v", l.Index, err))
 	}

@@ -45,6 +45,9 @@ var (
 
 // Marshal appends the encoding of *msg (a pointer to a struct) to b.
 func Marshal(b []byte, msg any) []byte {
+	if h, ok := msg.(handCoded); ok {
+		return h.appendRPC(b)
+	}
 	v := reflect.ValueOf(msg)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		panic(fmt.Sprintf("rpc: Marshal of %T, want pointer to struct", msg))
@@ -55,18 +58,27 @@ func Marshal(b []byte, msg any) []byte {
 // Unmarshal decodes b into *msg (a pointer to a struct). Trailing bytes
 // after the message are an error.
 func Unmarshal(b []byte, msg any) error {
-	v := reflect.ValueOf(msg)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return fmt.Errorf("%w: Unmarshal into %T, want pointer to struct", ErrDecode, msg)
-	}
 	d := decoder{b: b}
-	if err := planFor(v.Elem().Type()).dec(&d, v.Elem()); err != nil {
+	if h, ok := msg.(handCoded); ok {
+		if err := h.decodeRPC(&d); err != nil {
+			return err
+		}
+	} else if err := unmarshalReflect(&d, msg); err != nil {
 		return err
 	}
 	if len(d.b) != 0 {
 		return fmt.Errorf("%w: %d trailing bytes", ErrDecode, len(d.b))
 	}
 	return nil
+}
+
+// unmarshalReflect decodes d into *msg with msg's reflective plan.
+func unmarshalReflect(d *decoder, msg any) error {
+	v := reflect.ValueOf(msg)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return fmt.Errorf("%w: Unmarshal into %T, want pointer to struct", ErrDecode, msg)
+	}
+	return planFor(v.Elem().Type()).dec(d, v.Elem())
 }
 
 type decoder struct {
