@@ -71,7 +71,8 @@ type listing struct {
 	ents    map[string]dentry
 	made    time.Time // when the listing was asked for
 	loading bool
-	skip    time.Time // too large: do not list before this
+	ready   chan struct{} // closed when the fetch under way ends
+	skip    time.Time     // too large: do not list before this
 	// While loading: the mount's changes to the names, to replay on the
 	// listing when it comes; spoiled: a change that cannot be replayed
 	// happened, the listing is dropped.
@@ -165,6 +166,23 @@ func (dc *dirCache) lookup(parent uint64, name string) (*rpc.Attr, time.Duration
 	return &e.attr, left, present
 }
 
+// loading returns a channel closed when the listing of parent being
+// fetched comes, or nil if none is. A lookup the listing cannot answer
+// yet waits for it rather than asking the MDS: a burst of lookups started
+// it, and more are coming (each process stat'ing its directory's files
+// would otherwise send the MDS every lookup made while it loads).
+func (dc *dirCache) loading(parent uint64) <-chan struct{} {
+	if dc.ttl <= 0 {
+		return nil
+	}
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	if l := dc.dirs[parent]; l != nil && l.loading {
+		return l.ready
+	}
+	return nil
+}
+
 // asked counts a lookup in parent that the MDS answered, and starts
 // listing parent after stataheadAfter of them within the entry timeout,
 // unless a listing is fresh or being made.
@@ -190,6 +208,7 @@ func (dc *dirCache) asked(parent uint64) {
 		return
 	}
 	l.hits, l.window, l.loading = 0, now, true
+	l.ready = make(chan struct{})
 	l.journal, l.spoiled = nil, false
 	epoch := dc.epoch.Load()
 	dc.fsys.bg.Add(1)
@@ -207,6 +226,10 @@ func (dc *dirCache) load(parent uint64, l *listing, made time.Time, epoch uint64
 	defer dc.mu.Unlock()
 	journal, spoiled := l.journal, l.spoiled
 	l.loading, l.journal, l.spoiled = false, nil, false
+	if l.ready != nil {
+		close(l.ready)
+		l.ready = nil
+	}
 	switch {
 	case err != nil || spoiled:
 		return

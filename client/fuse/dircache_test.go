@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
+
+	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/testcluster"
@@ -128,6 +131,62 @@ func TestStataheadJournal(t *testing.T) {
 	dc.load(d, l, time.Now(), dc.epoch.Load())
 	if _, _, known := dc.lookup(d, "other"); known != unknown {
 		t.Errorf("after a listing spoiled while made: %v, want unknown", known)
+	}
+}
+
+// TestStataheadWaits: a lookup the listing being fetched will answer
+// waits for it instead of asking the MDS, and is answered from it.
+func TestStataheadWaits(t *testing.T) {
+	cl := testcluster.Start(t, 1)
+	c := cl.Client()
+	ctx := context.Background()
+	a, err := c.MkdirIno(ctx, rpc.RootIno, "d", 0o755, c.Cred())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.MkdirIno(ctx, a.Ino, "sub", 0o755, c.Cred()); err != nil {
+		t.Fatal(err)
+	}
+	fsys := newFileSystem(ctx, c, DefaultOptions().withDefaults())
+	dir := &node{fsys: fsys} // the node of inode 0: its listing is set below
+	// A listing whose fetch is under way, as asked would start it.
+	l := &listing{window: time.Now(), loading: true, ready: make(chan struct{})}
+	fsys.dc.mu.Lock()
+	fsys.dc.dirs[0] = l
+	fsys.dc.mu.Unlock()
+	before := cl.MDSOps()["lookup"]
+	done := make(chan syscall.Errno, 1)
+	go func() {
+		_, errno := dir.Lookup(ctx, "sub", &gofuse.EntryOut{})
+		done <- errno
+	}()
+	// The fetch comes back with d's entries, in which "sub" is missing:
+	// the lookup that waited answers ENOENT from it; one that did not
+	// wait asked the MDS (and found sub, or no inode 0).
+	select {
+	case errno := <-done:
+		t.Fatalf("the lookup answered (%v) before the listing came", errno)
+	case <-time.After(200 * time.Millisecond):
+	}
+	ents, _, err := c.ReadDirPage(ctx, a.Ino, "", stataheadMax)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys.dc.mu.Lock()
+	l.loading, l.made, l.ents = false, time.Now(), map[string]dentry{}
+	for _, e := range ents {
+		if e.Name != "sub" {
+			l.ents[e.Name] = dentry{attr: e.Attr, epoch: fsys.dc.epoch.Load()}
+		}
+	}
+	close(l.ready)
+	l.ready = nil
+	fsys.dc.mu.Unlock()
+	if errno := <-done; errno != syscall.ENOENT {
+		t.Errorf("lookup while the listing loaded: %v, want ENOENT from the listing", errno)
+	}
+	if n := cl.MDSOps()["lookup"] - before; n != 0 {
+		t.Errorf("the lookup made while the listing loaded asked the MDS %d times", n)
 	}
 }
 

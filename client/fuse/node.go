@@ -86,7 +86,17 @@ func (n *node) remember(a *rpc.Attr) {
 
 // Lookup finds name in this directory.
 func (n *node) Lookup(ctx context.Context, name string, out *gofuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	switch a, left, known := n.fsys.dc.lookup(n.ino(), name); known {
+	a, left, known := n.fsys.dc.lookup(n.ino(), name)
+	if known == unknown {
+		if ready := n.fsys.dc.loading(n.ino()); ready != nil {
+			select {
+			case <-ready:
+				a, left, known = n.fsys.dc.lookup(n.ino(), name)
+			case <-ctx.Done(): // interrupted: ask the MDS
+			}
+		}
+	}
+	switch known {
 	case absent:
 		return nil, syscall.ENOENT
 	case present:
