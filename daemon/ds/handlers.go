@@ -34,6 +34,7 @@ func (s *Server) register(mux *rpc.Mux) {
 	rpc.Handle(mux, rpc.DGrow, s.handleGrow)
 	rpc.Handle(mux, rpc.DPunch, s.handlePunch)
 	rpc.Handle(mux, rpc.DRemove, s.handleRemove)
+	rpc.Handle(mux, rpc.DRemoveMany, s.handleRemoveMany)
 	rpc.Handle(mux, rpc.DStat, s.handleStat)
 	rpc.Handle(mux, rpc.DInfo, s.handleInfo)
 	rpc.Handle(mux, rpc.DList, s.handleList)

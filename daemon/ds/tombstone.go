@@ -161,34 +161,59 @@ func appendTomb(b []byte, k tombKey, until int64) []byte {
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli))
 }
 
+// tomb is a generation removed until until (unix ns).
+type tomb struct {
+	key   tombKey
+	until int64
+}
+
 // add records that generation gen of inode ino is removed until until
 // (unix ns), durably; now is the time, for pruning. Concurrent adds share
 // a sync of the file.
 func (t *tombstones) add(ino, gen uint64, until, now int64) error {
-	k := tombKey{ino, gen}
+	return t.addMany([]tomb{{tombKey{ino, gen}, until}}, now)
+}
+
+// addMany records the tombstones ts, durably, with one write (and the
+// sync an add makes). Concurrent adds share a sync of the file.
+func (t *tombstones) addMany(ts []tomb, now int64) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	what := fmt.Sprintf("tombstone of inode %d generation %d", ts[0].key.ino, ts[0].key.gen)
+	if len(ts) > 1 {
+		what = fmt.Sprintf("%d tombstones (inode %d generation %d first)", len(ts), ts[0].key.ino, ts[0].key.gen)
+	}
 	t.mu.Lock()
 	if t.f == nil {
 		t.mu.Unlock()
 		return ErrClosed
 	}
-	if t.m[k] < until {
-		rec := appendTomb(nil, k, until)
+	var rec []byte
+	for _, x := range ts {
+		if t.m[x.key] < x.until {
+			rec = appendTomb(rec, x.key, x.until)
+		}
+	}
+	if len(rec) > 0 {
 		if _, err := t.f.WriteAt(rec, t.n); err != nil {
 			t.mu.Unlock()
-			return fmt.Errorf("tombstone of inode %d generation %d: %w", ino, gen, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		t.n += tombRecSize
-		t.written++
-		// Seen before it is durable: refusing the generation's calls
-		// early is harmless, the removal is under way.
-		t.m[k] = until
+		t.n += int64(len(rec))
+		t.written += uint64(len(rec) / tombRecSize)
+		// Seen before they are durable: refusing the generations' calls
+		// early is harmless, the removals are under way.
+		for _, x := range ts {
+			t.m[x.key] = max(t.m[x.key], x.until)
+		}
 	}
-	// Also when the key was there: the add that wrote it may not have
-	// synced yet.
+	// Also when the keys were there: the add that wrote them may not
+	// have synced yet.
 	w := t.written
 	t.mu.Unlock()
 	if err := t.syncTo(w); err != nil {
-		return fmt.Errorf("tombstone of inode %d generation %d: %w", ino, gen, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return t.prune(now)
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -19,14 +20,17 @@ import (
 // file gets a new layout, the FSM moves the old layout to its orphan queue
 // (durable: it is FSM state); an inline file's last link queues nothing,
 // its components were never written (spillInline removes what it wrote
-// for a file that went meanwhile, with collectNow). The leader's GC loop removes each column's
-// component from its data server with rpc.DRemove under an admin token,
+// for a file that went meanwhile, with collectNow). The leader's GC loop
+// removes each column's component from its data server under an admin
+// token, all those a round has on one data server with one
+// rpc.DRemoveMany (an older data server gets an rpc.DRemove each),
 // leaving a tombstone there that refuses the capabilities granted for the
 // generation until they have expired (daemon/ds/tombstone.go), so that no
 // client holding one re-creates the component; then it applies a purgeCmd
-// for the orphans that are gone everywhere. A data
-// server that is down keeps its orphans queued until it is up again; a
-// call that fails is retried with exponential backoff.
+// for the orphans that are gone everywhere. A data server that is down
+// keeps its orphans queued until it is up again; a call that fails, or a
+// component the data server could not remove, is retried with exponential
+// backoff.
 //
 // A round starts gcGather after the first orphan of a burst, so that the
 // orphans of many unlinks go in one round: their removals (every column
@@ -50,12 +54,12 @@ import (
 // once (go-fuse's FdLeak test counts the process's descriptors).
 const (
 	gcBatch       = 256                    // orphans looked at per round
-	gcParallel    = 64                     // DRemove calls in flight
+	gcParallel    = 64                     // DRemove calls in flight to older data servers
 	gcGather      = 100 * time.Millisecond // quiet wanted before a round
 	gcYieldFrom   = 64                     // orphans waiting from which rounds yield
 	gcMaxYield    = time.Second            // longest wait for quiet before a round
 	gcBacklog     = 16384                  // orphans waiting past which rounds do not yield
-	gcCallTimeout = 10 * time.Second       // per DRemove
+	gcCallTimeout = 10 * time.Second       // per DRemove or DRemoveMany
 	gcMinBackoff  = 100 * time.Millisecond
 	gcMaxBackoff  = 30 * time.Second
 )
@@ -167,26 +171,35 @@ func (s *Server) gcRound(ctx context.Context, retry map[orphanKey]gcRetry) bool 
 		return cmp.Or(cmp.Compare(a.Ino, b.Ino), cmp.Compare(a.Layout.Generation, b.Layout.Generation))
 	})
 
-	// Every column of every orphan at once (gcParallel calls in flight),
-	// so that the removals reach each data server together.
+	// Every column of every orphan at once: one DRemoveMany per data
+	// server naming all its columns (up to rpc.MaxRemoveMany each), all
+	// data servers in parallel, so that the removals reach each data
+	// server together.
 	type outcome struct {
 		skipped atomic.Bool // a column's data server is down: not all gone
 		failed  atomic.Bool // a call failed: back off
 	}
 	res := make([]outcome, len(todo))
-	sem := make(chan struct{}, gcParallel)
-	var wg sync.WaitGroup
+	byDS := map[string][]gcColumn{}
 	for i := range todo {
-		for col := range todo[i].Layout.Targets {
+		for col, id := range todo[i].Layout.Targets {
+			byDS[id] = append(byDS[id], gcColumn{o: &todo[i], i: i, col: col})
+		}
+	}
+	sem := make(chan struct{}, gcParallel) // DRemoves to older data servers
+	var wg sync.WaitGroup
+	for id, cols := range byDS {
+		for chunk := range slices.Chunk(cols, rpc.MaxRemoveMany) {
 			wg.Add(1)
-			sem <- struct{}{}
 			go func() {
-				defer func() { <-sem; wg.Done() }()
-				switch s.removeColumn(ctx, todo[i], col, true) {
-				case columnDown:
-					res[i].skipped.Store(true)
-				case columnFailed:
-					res[i].failed.Store(true)
+				defer wg.Done()
+				for k, r := range s.removeColumns(ctx, id, chunk, sem) {
+					switch r {
+					case columnDown:
+						res[chunk[k].i].skipped.Store(true)
+					case columnFailed:
+						res[chunk[k].i].failed.Store(true)
+					}
 				}
 			}()
 		}
@@ -229,6 +242,72 @@ const (
 	columnFailed                      // the call failed
 )
 
+// gcColumn is column col of orphan o, the i-th of a round.
+type gcColumn struct {
+	o   *orphan
+	i   int
+	col int
+}
+
+// removeColumns removes the components of cols, all on data server id,
+// with one DRemoveMany, and returns what became of each. A data server
+// that does not know the call (an older one) gets a DRemove per
+// component instead, as many at a time as sem (shared by the round) has
+// room for.
+func (s *Server) removeColumns(ctx context.Context, id string, cols []gcColumn, sem chan struct{}) []columnResult {
+	out := make([]columnResult, len(cols))
+	if !s.reg.up(id) {
+		for k := range out {
+			out[k] = columnDown
+		}
+		return out
+	}
+	s.fsm.mu.RLock()
+	addr := s.fsm.st.ds[id].Addr
+	s.fsm.mu.RUnlock()
+	req := &rpc.RemoveManyReq{Items: make([]rpc.DSReq, len(cols))}
+	for k, c := range cols {
+		req.Items[k] = s.removeReq(*c.o, c.col, true)
+	}
+	var resp rpc.RemoveManyResp
+	cctx, cancel := context.WithTimeout(ctx, gcCallTimeout)
+	err := s.dsc.Call(cctx, addr, rpc.DRemoveMany, req, &resp)
+	cancel()
+	switch {
+	case errors.Is(err, syscall.ENOSYS):
+		var wg sync.WaitGroup
+		for k, c := range cols {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				out[k] = s.removeColumn(ctx, *c.o, c.col, true)
+			}()
+		}
+		wg.Wait()
+		return out
+	case err == nil && (len(resp.Errnos) != len(cols) || len(resp.Msgs) != len(cols)):
+		err = fmt.Errorf("%d answers to %d removals", len(resp.Errnos), len(cols))
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("gc_remove_failed", "ds_id", id, "ds_addr", addr, "components", len(cols), "err", err)
+		}
+		for k := range out {
+			out[k] = columnFailed
+		}
+		return out
+	}
+	for k, c := range cols {
+		var e error
+		if resp.Errnos[k] != 0 {
+			e = &rpc.Error{Errno: resp.Errnos[k], Msg: resp.Msgs[k]}
+		}
+		out[k] = s.removeResult(ctx, *c.o, c.col, id, addr, e)
+	}
+	return out
+}
+
 // collectNow removes every column's component of layout o at once, with
 // a tombstone if tomb is set, outside the orphan queue: for components
 // written for a file whose removal queued none (an inline file unlinked
@@ -258,7 +337,18 @@ func (s *Server) removeColumn(ctx context.Context, o orphan, col int, tomb bool)
 	s.fsm.mu.RLock()
 	addr := s.fsm.st.ds[id].Addr
 	s.fsm.mu.RUnlock()
-	req := &rpc.DSReq{
+	req := s.removeReq(o, col, tomb)
+	cctx, cancel := context.WithTimeout(ctx, gcCallTimeout)
+	err := s.dsc.Call(cctx, addr, rpc.DRemove, &req, &rpc.DSResp{})
+	cancel()
+	return s.removeResult(ctx, o, col, id, addr, err)
+}
+
+// removeReq is the DRemove of column col of an orphaned layout, with a
+// tombstone if tomb is set.
+func (s *Server) removeReq(o orphan, col int, tomb bool) rpc.DSReq {
+	id := o.Layout.Targets[col]
+	req := rpc.DSReq{
 		Cap: s.adminToken(o.Ino, o.Layout.Generation, uint32(col), id, 0),
 		ID:  rpc.ComponentID{Ino: o.Ino, Gen: o.Layout.Generation, Col: uint32(col)},
 	}
@@ -268,9 +358,12 @@ func (s *Server) removeColumn(ctx context.Context, o orphan, col int, tomb bool)
 		// between MDS replicas, as the write-grant horizon does.
 		req.Tombstone = s.clock().Add(2 * s.cfg.CapabilityTTL).UnixNano()
 	}
-	cctx, cancel := context.WithTimeout(ctx, gcCallTimeout)
-	err := s.dsc.Call(cctx, addr, rpc.DRemove, req, &rpc.DSResp{})
-	cancel()
+	return req
+}
+
+// removeResult is what the removal of column col of o on data server id
+// (addr) that ended with err did; a component that was not there is gone.
+func (s *Server) removeResult(ctx context.Context, o orphan, col int, id, addr string, err error) columnResult {
 	if err != nil && !errors.Is(err, syscall.ENOENT) {
 		if ctx.Err() == nil {
 			s.log.Warn("gc_remove_failed", "inode", o.Ino, "gen", o.Layout.Generation, "col", col, "ds_id", id, "ds_addr", addr, "err", err)

@@ -14,37 +14,49 @@ import (
 	"github.com/strata-hpc/strata/internal/capability"
 )
 
-// fakeDS is a data server that only answers DRemove: a peer whose faults
-// the test controls.
+// fakeDS is a data server that only answers DRemove, and DRemoveMany if
+// many is set (else it is an older one): a peer whose faults the test
+// controls.
 type fakeDS struct {
 	addr  string
 	clock func() time.Time
 
 	mu      sync.Mutex
 	fail    bool                     // answer EIO
-	calls   map[rpc.ComponentID]int  // DRemove calls per component
+	calls   map[rpc.ComponentID]int  // removals asked per component
 	removed map[rpc.ComponentID]bool // answered with success
 	badCaps []error                  // tokens that did not verify
+	many    int                      // DRemoveMany calls
+	single  int                      // DRemove calls
 }
 
-func startFakeDS(t *testing.T, clock func() time.Time) *fakeDS {
+func startFakeDS(t *testing.T, clock func() time.Time, many bool) *fakeDS {
 	t.Helper()
 	f := &fakeDS{clock: clock, calls: map[rpc.ComponentID]int{}, removed: map[rpc.ComponentID]bool{}}
 	mux := rpc.NewMux()
 	rpc.Handle(mux, rpc.DRemove, func(_ context.Context, r *rpc.DSReq) (*rpc.DSResp, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.calls[r.ID]++
-		if err := r.Cap.Verify(testSecret(), f.clock(), r.ID.Ino, r.ID.Gen, capability.OpAdmin); err != nil || r.Cap.Ops != capability.OpAdmin {
-			f.badCaps = append(f.badCaps, err)
-			return nil, rpc.Errorf(syscall.EACCES, "bad capability")
+		f.single++
+		if err := f.removeLocked(r); err != nil {
+			return nil, err
 		}
-		if f.fail {
-			return nil, rpc.Errorf(syscall.EIO, "injected failure")
-		}
-		f.removed[r.ID] = true
 		return &rpc.DSResp{}, nil
 	})
+	if many {
+		rpc.Handle(mux, rpc.DRemoveMany, func(_ context.Context, r *rpc.RemoveManyReq) (*rpc.RemoveManyResp, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.many++
+			resp := &rpc.RemoveManyResp{Errnos: make([]uint32, len(r.Items)), Msgs: make([]string, len(r.Items))}
+			for i := range r.Items {
+				if err := f.removeLocked(&r.Items[i]); err != nil {
+					resp.Errnos[i], resp.Msgs[i] = err.Errno, err.Msg
+				}
+			}
+			return resp, nil
+		})
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +77,27 @@ func startFakeDS(t *testing.T, clock func() time.Time) *fakeDS {
 	})
 	f.addr = ln.Addr().String()
 	return f
+}
+
+// removeLocked is one removal as the fake answers it; f.mu is held.
+func (f *fakeDS) removeLocked(r *rpc.DSReq) *rpc.Error {
+	f.calls[r.ID]++
+	if err := r.Cap.Verify(testSecret(), f.clock(), r.ID.Ino, r.ID.Gen, capability.OpAdmin); err != nil || r.Cap.Ops != capability.OpAdmin {
+		f.badCaps = append(f.badCaps, err)
+		return rpc.Errorf(syscall.EACCES, "bad capability")
+	}
+	if f.fail {
+		return rpc.Errorf(syscall.EIO, "injected failure")
+	}
+	f.removed[r.ID] = true
+	return nil
+}
+
+// methods returns the DRemoveMany and DRemove calls f got.
+func (f *fakeDS) methods() (many, single int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.many, f.single
 }
 
 func (f *fakeDS) setFail(v bool) {
@@ -113,7 +146,9 @@ func TestOrphanGC(t *testing.T) {
 		}
 	})
 	<-s.Ready()
-	ds := map[string]*fakeDS{"fa": startFakeDS(t, clock), "fb": startFakeDS(t, clock)}
+	// fa removes many components in one call, fb (an older data
+	// server) one per call.
+	ds := map[string]*fakeDS{"fa": startFakeDS(t, clock, true), "fb": startFakeDS(t, clock, false)}
 	beat := func(ids ...string) {
 		for _, id := range ids {
 			m.beat(id, "node-"+id, ds[id].addr)
@@ -216,6 +251,14 @@ func TestOrphanGC(t *testing.T) {
 	}
 	beat("fb") // back: the heartbeat wakes the collector
 	eventually(t, 10*time.Second, "f3 purged after fb came back", func() bool { return !m.orphaned(f3) })
+	// The data server that removes many components per call got no
+	// other call; the older one got one per component.
+	if many, single := ds["fa"].methods(); many == 0 || single != 0 {
+		t.Errorf("fa: %d DRemoveMany and %d DRemove calls, want only DRemoveMany", many, single)
+	}
+	if many, single := ds["fb"].methods(); many != 0 || single == 0 {
+		t.Errorf("fb (older): %d DRemoveMany and %d DRemove calls, want only DRemove", many, single)
+	}
 	for id, f := range ds {
 		f.mu.Lock()
 		if len(f.badCaps) > 0 {
