@@ -98,11 +98,22 @@ func (s *Server) handleWrite(ctx context.Context, req *rpc.DSReq, in []byte, _ *
 // reader that verifies every block (req.Direct) on a plain connection,
 // has the transport send whole blocks from the component's file.
 func (s *Server) handleRead(ctx context.Context, req *rpc.DSReq, _ []byte, out *rpc.Data) (*rpc.DSResp, error) {
+	// Whole blocks go from the file to the socket, verified by the reader
+	// (readdirect.go): a block not in the page cache is read from the disk
+	// by the send, after this returns. The QoS slot and the server's busy
+	// time then last until the reply is sent (out.Defer), not only while
+	// it is planned. A copied reply's disk read is here; its write to the
+	// connection was never counted.
+	direct := req.Direct && out.Direct() && s.store.bs == rpc.SumBlock
 	start, err := s.begin(ctx, req, capability.OpRead)
 	if err != nil {
 		return nil, err
 	}
-	defer s.end(start)
+	if direct {
+		out.Defer(func() { s.end(start) })
+	} else {
+		defer s.end(start)
+	}
 	if req.Len > rpc.MaxData {
 		return nil, wireError(fmt.Errorf("%w: read of %d bytes exceeds %d", ErrRange, req.Len, rpc.MaxData))
 	}
@@ -110,14 +121,13 @@ func (s *Server) handleRead(ctx context.Context, req *rpc.DSReq, _ []byte, out *
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	if direct {
+		out.Defer(release)
+	} else {
+		defer release()
+	}
 	sums := make([]byte, 0, rpc.SumCount(req.Off, int(req.Len))*rpc.SumSize)
-	if req.Direct && out.Direct() && s.store.bs == rpc.SumBlock {
-		// Whole blocks go from the file to the socket, verified by the
-		// reader (readdirect.go). The QoS slot is held while the reply
-		// is planned, not while it is sent (as a copied reply's write
-		// was never counted): a block not in the page cache is read from
-		// the disk by the send, outside the slot.
+	if direct {
 		_, size, err := s.store.readDirect(req.ID, req.Off, req.Len, out, &sums)
 		if err != nil {
 			return nil, wireError(err)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -103,4 +105,76 @@ func refs(st *store, id rpc.ComponentID) int {
 		return e.refs
 	}
 	return 0
+}
+
+// TestDirectReadHoldsSlot: a direct read's QoS slot is held until its
+// reply is sent, not only while it is planned: the send reads the blocks
+// from the disk where they are not in the page cache. A reader that stops
+// reading a reply larger than the sockets hold keeps the slot taken; once
+// it reads the rest, the slot is free again and the bytes are the file's.
+func TestDirectReadHoldsSlot(t *testing.T) {
+	h := newHarness(t, func(c *Config, _ *Deps) { c.BlockSize = rpc.SumBlock })
+	id := rpc.ComponentID{Ino: 22, Gen: 1}
+	// The most one read may ask for: more than loopback's socket buffers
+	// hold (net.ipv4.tcp_rmem and tcp_wmem allow 32 + 4 MiB here).
+	const n = rpc.MaxData
+	want := make([]byte, n)
+	for i := range want {
+		want[i] = byte(i*7 + i>>13)
+	}
+	for off := 0; off < n; off += 8 << 20 {
+		h.mustWrite(id, uint64(off), want[off:off+8<<20])
+	}
+	inflight := func() int { return h.s.qos.Stats().Inflight }
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !ok() && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !ok() {
+			t.Fatalf("%s: %d requests in service", what, inflight())
+		}
+	}
+
+	got := make([]byte, n)
+	stalled, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	unstall := func() { once.Do(func() { close(resume) }) }
+	t.Cleanup(unstall) // before the server closes, should the test fail
+	first := true
+	landed := func(int) {
+		if first {
+			first = false
+			close(stalled)
+			<-resume // the reader stops reading: the send cannot finish
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		var resp rpc.DSResp
+		req := rpc.DSReq{Cap: h.rw(id), ID: id, Len: n, Direct: true}
+		k, err := h.c.CallRead(context.Background(), h.s.Addr(), rpc.DRead, &req, &resp, [][]byte{got}, landed)
+		if err == nil && k != n {
+			err = fmt.Errorf("%d bytes, want %d", k, n)
+		}
+		if err == nil {
+			err = rpc.CheckSums(0, resp.Sums, got)
+		}
+		done <- err
+	}()
+	select {
+	case <-stalled:
+	case err := <-done:
+		t.Fatalf("direct read ended before its reader stalled: %v", err)
+	}
+	waitFor("a direct read whose reply is being sent", func() bool { return inflight() == 1 })
+	unstall()
+	if err := <-done; err != nil {
+		t.Fatalf("direct read: %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("direct read: the bytes differ from the file's")
+	}
+	waitFor("a direct read whose reply was sent", func() bool { return inflight() == 0 })
 }
