@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"reflect"
 	"syscall"
 
 	"github.com/valyala/fasthttp"
@@ -101,30 +100,7 @@ func (d *Data) releaseDirect() {
 // a handler its connection wrapped (a per-peer counting conn that embeds
 // the accepted one as its field Conn); a TLS connection has no such field
 // and is never unwrapped.
-func tcpConn(c net.Conn) *net.TCPConn {
-	for range 4 {
-		switch t := c.(type) {
-		case nil:
-			return nil
-		case *net.TCPConn:
-			return t
-		}
-		v := reflect.ValueOf(c)
-		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-			return nil
-		}
-		f := v.Elem().FieldByName("Conn")
-		if !f.IsValid() || !f.CanInterface() {
-			return nil
-		}
-		inner, ok := f.Interface().(net.Conn)
-		if !ok {
-			return nil
-		}
-		c = inner
-	}
-	return nil
-}
+func tcpConn(c net.Conn) *net.TCPConn { return innerConn[*net.TCPConn](c) }
 
 // directBody is the body of a direct reply: the frame, then the segments.
 // fasthttp writes it with WriteTo after it has flushed the response
