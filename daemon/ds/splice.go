@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/strata-hpc/strata/daemon/rpc"
 	"github.com/strata-hpc/strata/internal/capability"
+	"github.com/strata-hpc/strata/internal/crc32c"
 )
 
 // Spliced writes: a large write of whole blocks into a range of a
@@ -19,14 +19,14 @@ import (
 // the component's file (rpc.Body.Into, splice(2)) instead of being read
 // into memory and written with pwrite: one copy of every byte fewer. The
 // bytes are then verified against the writer's checksums from the file's
-// pages (a read-only mapping of the range), and only if every block
-// matches are its checksums stored and the write acknowledged, as a
-// copied write is. A write that fails on the way (the connection lost, a
-// block that does not match its checksum, the disk) has its range punched
-// back into the hole it was: no byte of it can be read, and the range
-// held nothing to lose. A write into data, of partial blocks, or on a
-// store whose block size is not rpc.SumBlock is read into memory and
-// written as before.
+// pages (read back block by block while they are still in the CPU's
+// caches), and only if every block matches are its checksums stored and
+// the write acknowledged, as a copied write is. A write that fails on the
+// way (the connection lost, a block that does not match its checksum, the
+// disk) has its range punched back into the hole it was: no byte of it can
+// be read, and the range held nothing to lose. A write into data, of
+// partial blocks, or on a store whose block size is not rpc.SumBlock is
+// read into memory and written as before.
 
 // wantSplice reports whether a write of n bytes at off may be spliced:
 // whole blocks of a store whose blocks are the wire's checksum blocks, on
@@ -110,7 +110,7 @@ func (st *store) spliceEntry(e *entry, off uint64, body *rpc.Body, wire []byte) 
 	}()
 	err = body.Into(f, int64(off))
 	if err == nil {
-		err = verifyMapped(f, off, int(n), wire)
+		err = st.verifyStored(f, off, int(n), wire)
 	}
 	if err == nil {
 		// Whole blocks: each one's stored CRC is its wire CRC.
@@ -148,32 +148,20 @@ func holeAt(f *os.File, off, n int64) bool {
 	return serr == nil && next >= off+n
 }
 
-// verifyMapped checks the n bytes of f at off (a multiple of the page
-// size) against the wire checksums, reading them from the file's pages
-// through a read-only mapping.
-func verifyMapped(f *os.File, off uint64, n int, wire []byte) (err error) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var m []byte
-	var merr error
-	if err := rc.Control(func(fd uintptr) {
-		m, merr = unix.Mmap(int(fd), int64(off), n, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
-	}); err != nil {
-		return err
-	}
-	if merr != nil {
-		return fmt.Errorf("map the written range: %w", merr)
-	}
-	defer unix.Munmap(m)
-	// A page the file lost meanwhile (no truncate can run: the range
-	// lock) would be a SIGBUS: a failed check instead.
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: reading the written range: %v", ErrChecksum, r)
+// verifyStored checks the n bytes of f at off, whole blocks, against
+// the wire checksums, reading each block back from the file's pages (just
+// written: still in the CPU's caches) into a block buffer.
+func (st *store) verifyStored(f *os.File, off uint64, n int, wire []byte) error {
+	buf := st.getBlock()
+	defer st.blocks.Put(buf)
+	for i := 0; i < n; i += len(*buf) {
+		at := off + uint64(i)
+		if err := readFull(f, *buf, int64(at)); err != nil {
+			return fmt.Errorf("read back the block at %d: %w", at, err)
 		}
-	}()
-	return rpc.CheckSums(off, wire, m)
+		if crc32c.Checksum(*buf) != getSum(wire, i/len(*buf)) {
+			return fmt.Errorf("%w: the piece at %d", rpc.ErrSum, at)
+		}
+	}
+	return nil
 }
