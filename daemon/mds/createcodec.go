@@ -40,11 +40,13 @@ func appendCreate(b []byte, c *createCmd) []byte {
 	return rpc.AppendBool(b, c.Inline)
 }
 
-// createSize is about the length of c's encoding, for allocating it once.
+// createSize is at least the length of c's encoding, for allocating it
+// once: every number at its longest varint, 13 of them, and each string's
+// length and bytes.
 func createSize(c *createCmd) int {
-	n := 64 + len(c.Name)
+	n := 13*binary.MaxVarintLen64 + 2 + binary.MaxVarintLen64 + len(c.Name)
 	for _, t := range c.Layout.Targets {
-		n += binary.MaxVarintLen16 + len(t)
+		n += binary.MaxVarintLen64 + len(t)
 	}
 	return n
 }

@@ -2,6 +2,7 @@ package mds
 
 import (
 	"bytes"
+	"math"
 	"reflect"
 	"testing"
 	"unsafe"
@@ -21,6 +22,9 @@ func createSamples() []createCmd {
 		{Parent: 7, Name: "m", Layout: layout.Layout{Width: 2, Unit: 65536, Scheme: layout.Scheme{Kind: layout.KindMirror, N: 2}, Targets: []string{"a", "b", "c", "d"}}},
 		{Parent: 7, Name: "r", Layout: layout.Layout{Width: 4, Unit: 65536, Scheme: layout.Scheme{Kind: layout.KindRS, K: 4, M: 2}, Targets: []string{"a", "b", "c", "d", "e", ""}}, Now: 1 << 62},
 		{Parent: 7, Name: "neg", Layout: layout.Layout{Width: -1, Unit: -1, Scheme: layout.Scheme{N: -3, K: -1 << 40, M: 1}, Targets: []string{}}},
+		{Parent: math.MaxUint64, Name: "max", Mode: math.MaxUint32, Uid: math.MaxUint32, Gid: math.MaxUint32, Exclusive: true, Now: math.MinInt64, Inline: true,
+			Layout: layout.Layout{Width: math.MinInt, Unit: math.MaxInt64, Scheme: layout.Scheme{Kind: math.MaxUint8, N: math.MaxInt, K: math.MinInt, M: math.MinInt},
+				Generation: math.MaxUint64, Targets: []string{"x"}}},
 	}
 }
 
@@ -38,6 +42,9 @@ func TestCreateCodec(t *testing.T) {
 		}
 		if e := encodeCommand(cmdCreate, &c); !bytes.Equal(e[1:], want) || cmdType(e[0]) != cmdCreate {
 			t.Fatalf("sample %d: encodeCommand %x", i, e)
+		}
+		if len(want) > createSize(&c) {
+			t.Fatalf("sample %d: %d bytes, createSize %d", i, len(want), createSize(&c))
 		}
 		for cut := 0; cut <= len(want); cut++ {
 			checkCreateDecode(t, want[:cut], names)
@@ -86,8 +93,12 @@ func FuzzCreateCodec(f *testing.F) {
 		checkCreateDecode(t, b, names)
 		var c createCmd
 		if decodeCreate(b, &c, names) == nil {
-			if got, want := appendCreate(nil, &c), rpc.Marshal(nil, &c); !bytes.Equal(got, want) {
+			got, want := appendCreate(nil, &c), rpc.Marshal(nil, &c)
+			if !bytes.Equal(got, want) {
 				t.Fatalf("%+v: appendCreate %x, rpc.Marshal %x", c, got, want)
+			}
+			if len(got) > createSize(&c) {
+				t.Fatalf("%+v: %d bytes, createSize %d", c, len(got), createSize(&c))
 			}
 		}
 	})

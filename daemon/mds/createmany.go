@@ -5,6 +5,7 @@ import (
 	"errors"
 	"syscall"
 
+	"github.com/strata-hpc/strata/daemon/mds/posix"
 	"github.com/strata-hpc/strata/daemon/rpc"
 )
 
@@ -21,27 +22,22 @@ func (s *Server) createMany(ctx context.Context, r *rpc.CreateManyReq) (*rpc.Cre
 		return nil, errf(syscall.EINVAL, "create: %d files in one call, more than %d", len(r.Items), rpc.MaxCreateMany)
 	}
 	out := &rpc.CreateManyResp{Items: make([]rpc.CreateManyItem, len(r.Items))}
-	prepared := make([]*createCmd, len(r.Items))
+	all := make([]createCmd, len(r.Items))
+	prepared := make([]*createCmd, len(r.Items)) // nil: answered already
+	var who creatorMemo
 	for i := range r.Items {
-		cmd, open, err := s.prepareCreate(ctx, &r.Items[i])
-		if err == nil && cmd != nil {
-			err = validateCommand(cmd)
+		open, err := s.prepareCreate(ctx, &r.Items[i], &who, &all[i])
+		if err == nil && open == nil {
+			err = validateCommand(&all[i])
 		}
 		if err != nil || open != nil {
 			out.Items[i] = rpc.CreateManyResult(open, err)
 			continue
 		}
-		prepared[i] = cmd
+		prepared[i] = &all[i]
 	}
 	s.batchQuota(prepared, out.Items)
-	cmds := make([][]byte, 0, len(r.Items))
-	at := make([]int, 0, len(r.Items)) // item index of each command
-	for i, cmd := range prepared {
-		if cmd != nil {
-			cmds = append(cmds, encodeCommand(cmdCreate, cmd))
-			at = append(at, i)
-		}
-	}
+	cmds, at := encodeCreates(prepared)
 	res := make([]result, len(cmds))
 	errs := make([]error, len(cmds))
 	s.prop.applyMany(cmds, res, errs)
@@ -63,6 +59,52 @@ func (s *Server) createMany(ctx context.Context, r *rpc.CreateManyReq) (*rpc.Cre
 	}
 	s.countItems("create", len(out.Items), failed)
 	return out, nil
+}
+
+// encodeCreates encodes the commands of cmds that are not nil, in one
+// allocation, and returns each one's log entry with its index in cmds.
+func encodeCreates(cmds []*createCmd) (entries [][]byte, at []int) {
+	size, n := 0, 0
+	for _, c := range cmds {
+		if c != nil {
+			size += 1 + createSize(c)
+			n++
+		}
+	}
+	buf := make([]byte, 0, size)
+	entries, at = make([][]byte, 0, n), make([]int, 0, n)
+	for i, c := range cmds {
+		if c == nil {
+			continue
+		}
+		start := len(buf)
+		buf = appendCreate(append(buf, byte(cmdCreate)), c)
+		entries = append(entries, buf[start:len(buf):len(buf)])
+		at = append(at, i)
+	}
+	return entries, at
+}
+
+// creatorMemo keeps the identities the last create of a call resolved,
+// so that a call's items made as one identity resolve it once (creator
+// reads the call's context and the group cache).
+type creatorMemo struct {
+	set          bool
+	cred         rpc.Cred
+	check, owner posix.Cred
+}
+
+// of returns s.creator(ctx, cred), resolved again only if cred differs
+// from the last one's; a nil memo resolves every time.
+func (m *creatorMemo) of(ctx context.Context, s *Server, cred rpc.Cred) (check, owner posix.Cred) {
+	if m == nil {
+		return s.creator(ctx, cred)
+	}
+	if !m.set || m.cred != cred {
+		m.check, m.owner = s.creator(ctx, cred)
+		m.cred, m.set = cred, true
+	}
+	return m.check, m.owner
 }
 
 // batchQuota is the quota precheck of a call's creates (the FSM checks

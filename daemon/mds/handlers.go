@@ -213,33 +213,36 @@ func (s *Server) setattr(ctx context.Context, r *rpc.SetattrReq) (*rpc.AttrResp,
 }
 
 func (s *Server) create(ctx context.Context, r *rpc.CreateReq) (*rpc.CreateResp, error) {
-	cmd, open, err := s.prepareCreate(ctx, r)
+	var cmd createCmd
+	open, err := s.prepareCreate(ctx, r, nil, &cmd)
 	if err != nil || open != nil {
 		return open, err
 	}
-	res, err := s.apply(cmdCreate, cmd)
+	res, err := s.apply(cmdCreate, &cmd)
 	if err != nil {
 		return nil, err
 	}
 	return &rpc.CreateResp{Attr: res.attr, Created: res.created}, nil
 }
 
-// prepareCreate checks a create against the leader's state and returns
-// its command, with the new file's layout placed; or, for a non-exclusive
-// create of an existing regular file, the file (an open: no raft).
-func (s *Server) prepareCreate(ctx context.Context, r *rpc.CreateReq) (*createCmd, *rpc.CreateResp, error) {
+// prepareCreate checks a create against the leader's state and fills in
+// cmd, its command, with the new file's layout placed; or, for a
+// non-exclusive create of an existing regular file, returns the file (an
+// open: no raft). who, if not nil, keeps the identity of the last create
+// of the same call.
+func (s *Server) prepareCreate(ctx context.Context, r *rpc.CreateReq, who *creatorMemo, cmd *createCmd) (*rpc.CreateResp, error) {
 	if err := checkName(r.Name); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var own layout.Policy
 	if r.Layout != "" {
 		p, err := layout.Parse(r.Layout)
 		if err != nil {
-			return nil, nil, errf(syscall.EINVAL, "create %q: %v", r.Name, err)
+			return nil, errf(syscall.EINVAL, "create %q: %v", r.Name, err)
 		}
 		own = p
 	}
-	c, owner := s.creator(ctx, r.Cred)
+	c, owner := who.of(ctx, s, r.Cred)
 	s.fsm.mu.RLock()
 	st := s.fsm.st
 	d, err := st.dir(r.Parent)
@@ -249,13 +252,13 @@ func (s *Server) prepareCreate(ctx context.Context, r *rpc.CreateReq) (*createCm
 	}
 	if err != nil {
 		s.fsm.mu.RUnlock()
-		return nil, nil, err
+		return nil, err
 	}
 	if ino, ok := d.Entries[r.Name]; ok && !r.Exclusive {
 		if n := st.get(ino); n.isFile() {
 			a := n.attr()
 			s.fsm.mu.RUnlock()
-			return nil, &rpc.CreateResp{Attr: a}, nil // open of an existing file: no raft
+			return &rpc.CreateResp{Attr: a}, nil // open of an existing file: no raft
 		}
 	}
 	inherited, widthSet := st.policy(r.Parent, s.def)
@@ -263,14 +266,14 @@ func (s *Server) prepareCreate(ctx context.Context, r *rpc.CreateReq) (*createCm
 
 	p, err := layout.Resolve(own, inherited)
 	if err != nil {
-		return nil, nil, errf(syscall.EINVAL, "create %q: %v", r.Name, err)
+		return nil, errf(syscall.EINVAL, "create %q: %v", r.Name, err)
 	}
 	lay, err := s.reg.place(p, widthSet || own.Width != 0)
 	if err != nil {
-		return nil, nil, errf(syscall.ENOSPC, "create %q: %v", r.Name, err)
+		return nil, errf(syscall.ENOSPC, "create %q: %v", r.Name, err)
 	}
 	gid, mode := posix.New(&owner, pd, r.Mode, false)
-	return &createCmd{
+	*cmd = createCmd{
 		Parent:    r.Parent,
 		Name:      r.Name,
 		Mode:      mode,
@@ -280,7 +283,8 @@ func (s *Server) prepareCreate(ctx context.Context, r *rpc.CreateReq) (*createCm
 		Layout:    lay,
 		Now:       s.now(),
 		Inline:    s.inlineMax() > 0 && r.Inline && s.inlineRoom(0),
-	}, nil, nil
+	}
+	return nil, nil
 }
 
 func (s *Server) mkdir(ctx context.Context, r *rpc.MkdirReq) (*rpc.AttrResp, error) {

@@ -63,8 +63,9 @@ func (st *state) newEntry(parent uint64, name string) error {
 
 // link adds the entry name -> n.Ino to directory parent.
 func (st *state) link(parent uint64, name string, n *inode, now int64) {
-	st.w(parent).Entries[name] = n.Ino
-	st.touch(parent, now)
+	d := st.w(parent)
+	d.Entries[name] = n.Ino
+	d.Mtime, d.Ctime = now, now // touch, with the inode in hand
 }
 
 func (st *state) applyInit(c *initCmd) result {

@@ -65,10 +65,16 @@ func (st *state) mayCreate(c *posix.Cred, dir uint64, name string) (*posix.Inode
 	if err := st.search(c, dir); err != nil {
 		return nil, err
 	}
+	p := perm(d)
 	if _, ok := d.Entries[name]; ok {
-		return perm(d), nil
+		return p, nil
 	}
-	return perm(d), wrapDenied(posix.Create(c, perm(d)), "create %q in directory %d", name, dir)
+	if err := posix.Create(c, p); err != nil {
+		// Formatted only for a refusal: its arguments cost every create
+		// an allocation each.
+		return p, wrapDenied(err, "create %q in directory %d", name, dir)
+	}
+	return p, nil
 }
 
 // mayDelete checks removing entry name of dir: search, then may_delete.

@@ -90,14 +90,28 @@ func (st *state) noteTouch(ino uint64) {
 	st.touched = append(st.touched, t)
 }
 
-// settleQuota recounts the inodes the last commands touched.
+// noteNew records a new inode, which counted for nothing before.
+func (st *state) noteNew(ino uint64) {
+	st.touched = append(st.touched, touchedInode{ino: ino})
+}
+
+// settleQuota recounts the inodes the last commands touched. An inode
+// that still counts as it did (a directory that gained an entry) is left
+// alone: taking it off and counting it again would change nothing.
 func (st *state) settleQuota() {
 	for _, t := range st.touched {
+		n := st.inodes[t.ino]
+		if t.had && n != nil {
+			uid, project, bytes := usageOf(n)
+			if uid == t.uid && project == t.project && bytes == t.bytes && uint64(len(n.Data)) == t.inline {
+				continue
+			}
+		}
 		if t.had {
 			st.count(t.uid, t.project, t.bytes, -1)
 			st.inline -= t.inline
 		}
-		if n := st.inodes[t.ino]; n != nil {
+		if n != nil {
 			uid, project, bytes := usageOf(n)
 			st.count(uid, project, bytes, 1)
 			st.inline += uint64(len(n.Data))

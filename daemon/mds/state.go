@@ -168,7 +168,7 @@ func (st *state) w(ino uint64) *inode {
 func (st *state) add(n *inode) *inode {
 	n.Ino = st.nextIno
 	st.nextIno++
-	st.noteTouch(n.Ino)
+	st.noteNew(n.Ino)
 	n.epoch = st.epoch
 	st.inodes[n.Ino] = n
 	return n
