@@ -176,18 +176,34 @@ type window struct {
 // its end are zeros. A source that ends before its share of the file's
 // size lost bytes: an EIO, so that another source is taken rather than
 // zeros.
+//
+// The read is direct (rpc.DSReq.Direct): the source sends whole blocks
+// from its file unverified and they are verified here. Bytes that fail
+// are read once more verified by the source, which answers a corrupt
+// block with the EIO it logs (and a block rewritten meanwhile whole), as
+// the client library's reads do.
 func (w *window) read(ctx context.Context, src rpc.RebuildSource, p []byte) ([]byte, int, error) {
 	off := w.req.Off
 	dreq := rpc.DSReq{Cap: src.Cap, ID: rpc.ComponentID{Ino: w.req.ID.Ino, Gen: w.req.ID.Gen, Col: src.Col}, Off: off, Len: uint64(len(p))}
 	var resp rpc.DSResp
 	cctx, cancel := context.WithTimeout(ctx, peerCallTimeout)
 	defer cancel()
-	n, err := w.s.peers.CallData(cctx, src.Addr, rpc.DRead, &dreq, nil, &resp, p)
+	call := func(direct bool) (int, error) {
+		dreq.Direct, resp = direct, rpc.DSResp{}
+		n, err := w.s.peers.CallData(cctx, src.Addr, rpc.DRead, &dreq, nil, &resp, p)
+		if err == nil {
+			if err = rpc.CheckSums(off, resp.Sums, p[:n]); err != nil {
+				err = fmt.Errorf("%w (%w)", err, syscall.EIO)
+			}
+		}
+		return n, err
+	}
+	n, err := call(true)
+	if errors.Is(err, rpc.ErrSum) {
+		n, err = call(false)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("read component %d of inode %d on %s: %w", src.Col, dreq.ID.Ino, src.DS, err)
-	}
-	if err := rpc.CheckSums(off, resp.Sums, p[:n]); err != nil {
-		return nil, 0, fmt.Errorf("read component %d of inode %d on %s: %w (%w)", src.Col, dreq.ID.Ino, src.DS, err, syscall.EIO)
 	}
 	if need := min(off+uint64(len(p)), uint64(w.l.ComponentSize(int64(w.req.FileSize), int(src.Col)))); off+uint64(n) < need {
 		return nil, 0, fmt.Errorf("component %d of inode %d on %s ends at %d, before its share %d of the file's size: %w",

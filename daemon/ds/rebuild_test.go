@@ -23,7 +23,12 @@ type peerPair struct {
 }
 
 func newPeerPair(t *testing.T, dstOpts ...func(*Config, *Deps)) *peerPair {
-	src := newHarness(t)
+	return newPeerPairWith(t, nil, dstOpts...)
+}
+
+// newPeerPairWith is newPeerPair with the source's options too.
+func newPeerPairWith(t *testing.T, srcOpts []func(*Config, *Deps), dstOpts ...func(*Config, *Deps)) *peerPair {
+	src := newHarness(t, srcOpts...)
 	dst := newHarness(t, append([]func(*Config, *Deps){func(c *Config, _ *Deps) { c.ID, c.Secret = "ds2", src.secret }}, dstOpts...)...)
 	dst.secret = src.secret
 	data := randBytes(rand.New(rand.NewPCG(5, 6)), 300<<10+123)
@@ -190,5 +195,32 @@ func TestRebuildFromPeerRefuses(t *testing.T) {
 	}
 	if got := p.dst.mustRead(p.id, 0, 64<<10); !bytes.Equal(got, make([]byte, 64<<10)) {
 		t.Fatal("bytes of a window that failed on a corrupt source were stored")
+	}
+}
+
+// TestRebuildDirectSource: a source whose blocks are rpc.SumBlock sends
+// whole blocks from its file unverified (a direct read); the target
+// verifies them, so an intact window is copied byte for byte, and a
+// corrupt source block is still never copied: the target reads it again
+// verified by the source, which answers EIO.
+func TestRebuildDirectSource(t *testing.T) {
+	p := newPeerPairWith(t, []func(*Config, *Deps){func(c *Config, _ *Deps) { c.BlockSize = rpc.SumBlock }})
+	if _, err := p.call(rpc.DStageBegin, rpc.RebuildReq{}); err != nil {
+		t.Fatal(err)
+	}
+	const win = 2 * rpc.SumBlock
+	if _, err := p.call(rpc.DRebuild, p.window(0, win)); err != nil {
+		t.Fatalf("copy of an intact window: %v", err)
+	}
+	path := p.src.s.ComponentPath(rpc.ComponentID{Ino: 40, Gen: 1, Col: 0})
+	flipBit(t, path, win+rpc.SumBlock+5) // a whole block of the next window
+	if _, err := p.call(rpc.DRebuild, p.window(win, win)); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("copy of a corrupt source block: %v; want EIO", err)
+	}
+	if _, err := p.call(rpc.DStagePublish, rpc.RebuildReq{Size: 2 * win}); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.dst.mustRead(p.id, 0, 2*win); !bytes.Equal(got[:win], p.data[:win]) || !bytes.Equal(got[win:], make([]byte, win)) {
+		t.Fatal("the published copy is not the intact window followed by zeros: a corrupt block's window was stored")
 	}
 }
