@@ -21,6 +21,10 @@ import (
 // smallFileSize is what BenchmarkMountMeta writes into each small file.
 const smallFileSize = 4 << 10
 
+// dataFileSize is the size of the files BenchmarkMountMeta removes with
+// their data: past the inline threshold, on the data servers.
+const dataFileSize = 128 << 10
+
 // metaOps are the timed phases of BenchmarkMountMeta, in the order they
 // run on one mount: each needs what the one before made.
 var metaOps = []string{"mkdir", "create", "stat", "unlink", "rmdir"}
@@ -33,7 +37,11 @@ var metaOps = []string{"mkdir", "create", "stat", "unlink", "rmdir"}
 // them once the kernel's caches have expired, unlink them and remove the
 // directories; then four processes create, write 4 KiB into and close
 // 2,500 small files each and, after the caches expire, open, read back
-// (checked) and close every one. Rates are operations (files) per second
+// (checked) and close every one; then four processes each write 250
+// files of 128 KiB (untimed) and remove them, timed until their space is
+// back (on Strata until the MDS's orphan queue is empty: the data
+// servers' components are removed; the loopback frees it in the
+// unlink). Rates are operations (files) per second
 // over all processes, from the moment the processes are told to start;
 // beside them, the MDS calls per operation (file) the Strata mount made
 // and the CPU time per operation of the file system's side (this process:
@@ -44,9 +52,9 @@ func BenchmarkMountMeta(b *testing.B) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		b.Skipf("SKIPPING MOUNT METADATA BENCHMARK: /dev/fuse is missing (%v)", err)
 	}
-	files, small := 1000, 2500
+	files, small, data := 1000, 2500, 250
 	if testing.Short() {
-		files, small = 200, 250
+		files, small, data = 200, 250, 50
 	}
 	for i := 0; i < b.N; i++ {
 		cl := testcluster.Start(b, 4)
@@ -121,6 +129,7 @@ func BenchmarkMountMeta(b *testing.B) {
 			if err := os.RemoveAll(root); err != nil {
 				b.Fatal(err)
 			}
+			m.f["rmdata"], m.cpu["rmdata"] = removeData(b, cl, m.dir == strata.Dir(), filepath.Join(m.dir, "data"), data)
 		}
 
 		fmt.Printf("\nMetadata through the mount vs a go-fuse loopback mount (no passthrough), 1s caches,\n")
@@ -146,6 +155,57 @@ func BenchmarkMountMeta(b *testing.B) {
 		fmt.Printf("              MDS calls per file: %.2f to write, %.2f to read back\n", calls["write"], calls["reread"])
 		b.ReportMetric(s["small"], "small_files/s")
 		b.ReportMetric(s["small"]/l["small"], "small_ratio")
+		fmt.Printf("  removing files of 128 KiB (4 procs x %d, until the space is back)\n", data)
+		fmt.Printf("              files/s  %10.0f   %10.0f   %5.2f   CPU us/file %7.1f  %7.1f\n", s["rmdata"], l["rmdata"], s["rmdata"]/l["rmdata"], sc["rmdata"], lc["rmdata"])
+		b.ReportMetric(s["rmdata"], "rmdata/s")
+		b.ReportMetric(s["rmdata"]/l["rmdata"], "rmdata_ratio")
+	}
+}
+
+// removeData has four processes write n files of dataFileSize each under
+// root, then remove them, and returns the files removed per second and
+// the CPU time per file this process spent, until their space is back:
+// on a Strata mount (strata set), until the MDS's orphan queue is empty.
+func removeData(b *testing.B, cl *testcluster.Cluster, strata bool, root string, n int) (float64, float64) {
+	dirs, err := procDirs(root, 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := runMetaPhase("write128", dirs, n); err != nil {
+		b.Fatalf("%s: write files of 128 KiB: %v", root, err)
+	}
+	if strata {
+		waitOrphans(b, cl) // none left by the phases before
+	}
+	start, cpu := time.Now(), cpuTime()
+	if _, _, err := runMetaPhase("unlink", dirs, n); err != nil {
+		b.Fatalf("%s: remove files of 128 KiB: %v", root, err)
+	}
+	if strata {
+		waitOrphans(b, cl)
+	}
+	el, used := time.Since(start), cpuTime()-cpu
+	if err := os.RemoveAll(root); err != nil {
+		b.Fatal(err)
+	}
+	return float64(4*n) / el.Seconds(), float64(used) / float64(time.Microsecond) / float64(4*n)
+}
+
+// waitOrphans waits until the MDS has no orphaned layout left to collect.
+func waitOrphans(b *testing.B, cl *testcluster.Cluster) {
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		var buf bytes.Buffer
+		if err := cl.MDS().WriteMetrics(&buf); err != nil {
+			b.Fatal(err)
+		}
+		if bytes.Contains(buf.Bytes(), []byte("\nstrata_mds_orphans 0\n")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("orphans still queued after 5 minutes")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -265,6 +325,7 @@ func runMetaHelper(op string, args []string) error {
 	}
 	data := make([]byte, smallFileSize)
 	buf := make([]byte, smallFileSize+1)
+	var big []byte
 	for i := 0; i < n; i++ {
 		d := filepath.Join(dir, "d"+strconv.Itoa(i))
 		f := filepath.Join(dir, "f"+strconv.Itoa(i))
@@ -286,6 +347,11 @@ func runMetaHelper(op string, args []string) error {
 			err = os.WriteFile(f, data, 0o644)
 		case "reread":
 			err = rereadSmall(f, i, buf)
+		case "write128":
+			if big == nil {
+				big = make([]byte, dataFileSize)
+			}
+			err = os.WriteFile(f, big, 0o644)
 		default:
 			return fmt.Errorf("unknown helper %q", op)
 		}
