@@ -28,8 +28,6 @@ func (s *Server) register(mux *rpc.Mux) {
 		}
 		return nil
 	})
-	// Large writes of whole blocks into holes are spliced (splice.go).
-	rpc.HandleSplice(mux, rpc.DWrite, s.wantSplice, s.handleSplicedWrite)
 	rpc.HandleData(mux, rpc.DRead, s.handleRead)
 	rpc.Handle(mux, rpc.DCommit, s.handleCommit)
 	rpc.Handle(mux, rpc.DTruncate, s.handleTruncate)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"reflect"
 	"syscall"
 
 	"github.com/valyala/fasthttp"
@@ -100,7 +101,30 @@ func (d *Data) releaseDirect() {
 // a handler its connection wrapped (a per-peer counting conn that embeds
 // the accepted one as its field Conn); a TLS connection has no such field
 // and is never unwrapped.
-func tcpConn(c net.Conn) *net.TCPConn { return innerConn[*net.TCPConn](c) }
+func tcpConn(c net.Conn) *net.TCPConn {
+	for range 4 {
+		switch t := c.(type) {
+		case nil:
+			return nil
+		case *net.TCPConn:
+			return t
+		}
+		v := reflect.ValueOf(c)
+		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+			return nil
+		}
+		f := v.Elem().FieldByName("Conn")
+		if !f.IsValid() || !f.CanInterface() {
+			return nil
+		}
+		inner, ok := f.Interface().(net.Conn)
+		if !ok {
+			return nil
+		}
+		c = inner
+	}
+	return nil
+}
 
 // directBody is the body of a direct reply: the frame, then the segments.
 // fasthttp writes it with WriteTo after it has flushed the response

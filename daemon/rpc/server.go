@@ -101,9 +101,6 @@ type handler struct {
 	decode func(hdr []byte) (any, error)
 	guard  func(req any) error
 	run    func(ctx context.Context, req any, in []byte, d *Data) (any, error)
-	// A data call whose data may be spliced (HandleSplice, splice.go).
-	wantSplice func(req any, n int) bool
-	splice     func(ctx context.Context, req any, b *Body) (any, error)
 }
 
 // Mux routes method names to handlers. Register everything before Serve.
@@ -200,7 +197,7 @@ func NewServer(mux *Mux, log *slog.Logger, cfg ServerConfig) (*Server, error) {
 		IdleTimeout:           cfg.IdleTimeout,
 		MaxConnsPerIP:         cfg.MaxConnsPerPeer,
 		Concurrency:           cfg.MaxConns,
-		ReadBufferSize:        readBufferSize,
+		ReadBufferSize:        16 << 10,
 		NoDefaultServerHeader: true,
 		NoDefaultDate:         true,
 		NoDefaultContentType:  true,
@@ -235,8 +232,6 @@ func (s *Server) UseTLS(c *tls.Config) { s.tls = c }
 func (s *Server) Serve(ln net.Listener) error {
 	if s.tls != nil {
 		ln = tls.NewListener(ln, s.tls)
-	} else if s.srv.StreamRequestBody {
-		ln = spliceListener{ln} // HandleSplice
 	}
 	err := s.srv.Serve(ln)
 	if errors.Is(err, net.ErrClosed) {
@@ -367,18 +362,8 @@ func (s *Server) serve(rc *fasthttp.RequestCtx) {
 	var in []byte
 	var err error
 	if stream := rc.RequestBodyStream(); stream != nil {
-		br, rest, err := s.readMessage(rc, method, h, stream, d)
-		if err == nil {
-			req = br.req
-			if b := s.spliceBody(ctx, rc.Conn(), method, h, req, br, rest); b != nil {
-				s.serveSpliced(ctx, rc, h, req, b, d)
-				return
-			}
-		}
 		var release func()
-		if err == nil {
-			in, release, err = s.readData(ctx, method, br, rest)
-		}
+		req, in, release, err = s.readStreamed(ctx, rc, method, h, stream, d)
 		if err != nil {
 			rc.SetConnectionClose() // what is left of the body is not read
 			s.fail(rc, err)
@@ -419,74 +404,56 @@ func (s *Server) decodeBuffered(body []byte, h *handler) (any, []byte, error) {
 	return req, in, nil
 }
 
-// readMessage reads a streamed request's frame header and message and
-// runs the guard; the data that follows (rest bytes) is still unread.
-func (s *Server) readMessage(rc *fasthttp.RequestCtx, method string, h *handler, stream io.Reader, d *Data) (*countingReader, int, error) {
+// readStreamed reads a streamed request: the frame header, the message,
+// the guard's verdict, and only then the data, into memory taken from the
+// bounded pool (released by the returned function).
+func (s *Server) readStreamed(ctx context.Context, rc *fasthttp.RequestCtx, method string, h *handler, stream io.Reader, d *Data) (any, []byte, func(), error) {
 	n := rc.Request.Header.ContentLength()
 	limit := s.limit(h)
 	switch {
 	case n < 0:
-		return nil, 0, Errorf(syscall.EINVAL, method+": a request body needs a Content-Length")
+		return nil, nil, nil, Errorf(syscall.EINVAL, method+": a request body needs a Content-Length")
 	case n > limit:
-		return nil, 0, Errorf(syscall.E2BIG, fmt.Sprintf("%s: request body of %d bytes exceeds the limit of %d", method, n, limit))
+		return nil, nil, nil, Errorf(syscall.E2BIG, fmt.Sprintf("%s: request body of %d bytes exceeds the limit of %d", method, n, limit))
 	}
 	br := &countingReader{r: stream}
 	hl, err := readFrameStart(br)
 	if err != nil {
-		return nil, 0, Errorf(syscall.EINVAL, fmt.Sprintf("%s: %v", method, err))
+		return nil, nil, nil, Errorf(syscall.EINVAL, fmt.Sprintf("%s: %v", method, err))
 	}
 	if hl > uint64(n-br.n) || hl > MaxFraming {
-		return nil, 0, Errorf(syscall.EINVAL, fmt.Sprintf("%s: %v: bad frame header length", method, ErrDecode))
+		return nil, nil, nil, Errorf(syscall.EINVAL, fmt.Sprintf("%s: %v: bad frame header length", method, ErrDecode))
 	}
 	hdr := d.scratch(int(hl))
 	if _, err := io.ReadFull(br, hdr); err != nil {
-		return nil, 0, Errorf(syscall.EINVAL, fmt.Sprintf("%s: read the request: %v", method, err))
+		return nil, nil, nil, Errorf(syscall.EINVAL, fmt.Sprintf("%s: read the request: %v", method, err))
 	}
-	if br.req, err = h.decode(hdr); err != nil {
-		return nil, 0, err
+	req, err := h.decode(hdr)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	if h.guard != nil {
-		if err := h.guard(br.req); err != nil {
-			return nil, 0, err
+		if err := h.guard(req); err != nil {
+			return nil, nil, nil, err
 		}
 	}
-	return br, n - br.n, nil
-}
-
-// readData reads the rest bytes of a streamed request's data into memory
-// taken from the bounded pool (released by the returned function).
-func (s *Server) readData(ctx context.Context, method string, br io.Reader, rest int) ([]byte, func(), error) {
+	rest := n - br.n
 	if rest == 0 {
-		return nil, func() {}, nil
+		return req, nil, func() {}, nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.BodyWait)
-	err := s.mem.acquire(wctx, int64(rest))
+	err = s.mem.acquire(wctx, int64(rest))
 	cancel()
 	if err != nil {
-		return nil, nil, Errorf(syscall.EAGAIN, fmt.Sprintf("%s: server busy: no memory for a %d-byte body within %v", method, rest, s.cfg.BodyWait))
+		return nil, nil, nil, Errorf(syscall.EAGAIN, fmt.Sprintf("%s: server busy: no memory for a %d-byte body within %v", method, rest, s.cfg.BodyWait))
 	}
 	p := getBuf(rest)
 	release := func() { putBuf(p); s.mem.release(int64(rest)) }
 	if _, err := io.ReadFull(br, *p); err != nil {
 		release()
-		return nil, nil, Errorf(syscall.EINVAL, fmt.Sprintf("%s: read the request body: %v", method, err))
+		return nil, nil, nil, Errorf(syscall.EINVAL, fmt.Sprintf("%s: read the request body: %v", method, err))
 	}
-	return *p, release, nil
-}
-
-// serveSpliced serves a call whose handler takes its data from the
-// connection (HandleSplice). If the handler did not take all of it, the
-// connection closes after the reply.
-func (s *Server) serveSpliced(ctx context.Context, rc *fasthttp.RequestCtx, h *handler, req any, b *Body, d *Data) {
-	resp, err := h.splice(ctx, req, b)
-	if !b.done {
-		rc.SetConnectionClose()
-	}
-	if err != nil {
-		s.fail(rc, err)
-		return
-	}
-	s.reply(rc, resp, d)
+	return req, *p, release, nil
 }
 
 // reply writes resp and the data the handler committed to d. A large
@@ -544,12 +511,10 @@ func peerAddr(rc *fasthttp.RequestCtx) netip.Addr {
 	return netip.Addr{}
 }
 
-// countingReader counts the bytes read through it; req is the message
-// read through it (readMessage).
+// countingReader counts the bytes read through it.
 type countingReader struct {
-	r   io.Reader
-	n   int
-	req any
+	r io.Reader
+	n int
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
