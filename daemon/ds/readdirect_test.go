@@ -1,12 +1,15 @@
 package ds
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
-	"sync"
+	"net"
+	"net/http"
 	"syscall"
 	"testing"
 	"time"
@@ -109,15 +112,13 @@ func refs(st *store, id rpc.ComponentID) int {
 
 // TestDirectReadHoldsSlot: a direct read's QoS slot is held until its
 // reply is sent, not only while it is planned: the send reads the blocks
-// from the disk where they are not in the page cache. A reader that stops
-// reading a reply larger than the sockets hold keeps the slot taken; once
-// it reads the rest, the slot is free again and the bytes are the file's.
+// from the disk where they are not in the page cache. A reader that does
+// not read a reply larger than the sockets hold keeps the slot taken;
+// once it reads it, the slot is free again and the bytes are the file's.
 func TestDirectReadHoldsSlot(t *testing.T) {
 	h := newHarness(t, func(c *Config, _ *Deps) { c.BlockSize = rpc.SumBlock })
 	id := rpc.ComponentID{Ino: 22, Gen: 1}
-	// The most one read may ask for: more than loopback's socket buffers
-	// hold (net.ipv4.tcp_rmem and tcp_wmem allow 32 + 4 MiB here).
-	const n = rpc.MaxData
+	const n = rpc.MaxData // the most one read may ask for
 	want := make([]byte, n)
 	for i := range want {
 		want[i] = byte(i*7 + i>>13)
@@ -137,43 +138,33 @@ func TestDirectReadHoldsSlot(t *testing.T) {
 		}
 	}
 
-	got := make([]byte, n)
-	stalled, resume := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	unstall := func() { once.Do(func() { close(resume) }) }
-	t.Cleanup(unstall) // before the server closes, should the test fail
-	first := true
-	landed := func(int) {
-		if first {
-			first = false
-			close(stalled)
-			<-resume // the reader stops reading: the send cannot finish
-		}
+	// The call by hand on a connection with a small receive buffer, which
+	// the test does not read from until it has looked: the server's send
+	// cannot finish meanwhile, whatever the machine's socket buffer limits.
+	conn, err := net.Dial("tcp", h.s.Addr())
+	if err != nil {
+		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		var resp rpc.DSResp
-		req := rpc.DSReq{Cap: h.rw(id), ID: id, Len: n, Direct: true}
-		k, err := h.c.CallRead(context.Background(), h.s.Addr(), rpc.DRead, &req, &resp, [][]byte{got}, landed)
-		if err == nil && k != n {
-			err = fmt.Errorf("%d bytes, want %d", k, n)
-		}
-		if err == nil {
-			err = rpc.CheckSums(0, resp.Sums, got)
-		}
-		done <- err
-	}()
-	select {
-	case <-stalled:
-	case err := <-done:
-		t.Fatalf("direct read ended before its reader stalled: %v", err)
+	defer conn.Close()
+	if err := conn.(*net.TCPConn).SetReadBuffer(64 << 10); err != nil {
+		t.Fatal(err)
+	}
+	body := rpc.Frame(&rpc.DSReq{Cap: h.rw(id), ID: id, Len: n, Direct: true})
+	if _, err := fmt.Fprintf(conn, "POST /rpc/%s HTTP/1.1\r\nHost: ds\r\nContent-Length: %d\r\n\r\n%s", rpc.DRead, len(body), body); err != nil {
+		t.Fatal(err)
 	}
 	waitFor("a direct read whose reply is being sent", func() bool { return inflight() == 1 })
-	unstall()
-	if err := <-done; err != nil {
-		t.Fatalf("direct read: %v", err)
+
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !bytes.Equal(got, want) {
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || len(got) < n {
+		t.Fatalf("direct read: status %d, %d bytes, %v", resp.StatusCode, len(got), err)
+	}
+	if !bytes.Equal(got[len(got)-n:], want) {
 		t.Fatal("direct read: the bytes differ from the file's")
 	}
 	waitFor("a direct read whose reply was sent", func() bool { return inflight() == 0 })
