@@ -326,19 +326,19 @@ func decodeCommandNames(b []byte, names targetNames) (cmdType, any, error) {
 	return t, p, nil
 }
 
-// encodeBatch returns the log entry of a batch of the proposals' encoded
-// commands: the encoding rpc.Marshal gives a batchCmd (a count, then each
-// command's length and bytes), written in one allocation.
-func encodeBatch(props []*proposal) []byte {
+// encodeBatch returns the log entry of a batch of encoded commands: the
+// encoding rpc.Marshal gives a batchCmd (a count, then each command's
+// length and bytes), written in one allocation.
+func encodeBatch(cmds [][]byte) []byte {
 	n := 1 + binary.MaxVarintLen64
-	for _, pr := range props {
-		n += binary.MaxVarintLen64 + len(pr.data)
+	for _, c := range cmds {
+		n += binary.MaxVarintLen64 + len(c)
 	}
 	b := append(make([]byte, 0, n), byte(cmdBatch))
-	b = binary.AppendUvarint(b, uint64(len(props)))
-	for _, pr := range props {
-		b = binary.AppendUvarint(b, uint64(len(pr.data)))
-		b = append(b, pr.data...)
+	b = binary.AppendUvarint(b, uint64(len(cmds)))
+	for _, c := range cmds {
+		b = binary.AppendUvarint(b, uint64(len(c)))
+		b = append(b, c...)
 	}
 	return b
 }

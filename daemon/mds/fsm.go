@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -34,18 +33,9 @@ import (
 //
 // Reads from handlers take mu.RLock; Apply takes mu.Lock once per batch
 // and never blocks on anything else while holding it.
-//
-// Before it applies a batch, and before taking mu, ApplyBatch tells the
-// leader's proposer which command entries are committed, so that the next
-// entry goes out while these are applied (proposer.go). This changes no
-// state: every replica applies the same entries alike.
 type fsm struct {
 	mu sync.RWMutex
 	st *state
-
-	// prop is the proposer told of committed entries; nil until the
-	// server has one.
-	prop atomic.Pointer[proposer]
 
 	// names shares data server ids between decoded commands; only raft's
 	// FSM goroutine (Apply, ApplyBatch) uses it.
@@ -91,13 +81,6 @@ type decoded struct {
 // ApplyBatch applies committed entries in order under one lock; decoding
 // happens before the lock is taken.
 func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
-	if p := f.prop.Load(); p != nil {
-		for _, l := range logs {
-			if l.Type == raft.LogCommand {
-				p.committed(l)
-			}
-		}
-	}
 	cmds := make([]decoded, len(logs))
 	for i, l := range logs {
 		if l.Type == raft.LogCommand {

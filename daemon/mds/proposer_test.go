@@ -5,7 +5,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -143,97 +142,5 @@ func TestProposerSplitsAndHandsOff(t *testing.T) {
 		if err != nil {
 			t.Errorf("caller %d: %v", c, err)
 		}
-	}
-}
-
-// TestProposerPipelines: the next entry goes out once the previous one is
-// committed, while the FSM still applies it (proposer.go). The test holds
-// the FSM's lock so that the first entry's apply cannot finish, and waits
-// for the second command to reach the raft log (durable, not applied): a
-// proposer that waits for the first entry's apply never sends it. Both
-// callers then get their own results once the lock is let go.
-func TestProposerPipelines(t *testing.T) {
-	m := startMDS(t, testConfig(t.TempDir()))
-	mkdir := func(name string) []byte {
-		return encodeCommand(cmdMkdir, &mkdirCmd{Parent: rpc.RootIno, Name: name, Mode: 0o755, Now: 1})
-	}
-	type answer struct {
-		res result
-		err error
-	}
-	from := m.node.raft.LastIndex()
-	m.fsm.mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			m.fsm.mu.Unlock()
-		}
-	}()
-	first, second := make(chan answer, 1), make(chan answer, 1)
-	go func() {
-		r, err := m.prop.apply(mkdir("first"))
-		first <- answer{r, err}
-	}()
-	// The second command is proposed when the first entry reaches the
-	// FSM, or at once if it did already; either way while the first one
-	// cannot be applied.
-	waitLogged(t, m, from, "first")
-	go func() {
-		r, err := m.prop.apply(mkdir("second"))
-		second <- answer{r, err}
-	}()
-	waitLogged(t, m, from, "second")
-	select {
-	case a := <-first:
-		t.Fatalf("the first mkdir answered (%+v) while the FSM could not apply it", a)
-	default:
-	}
-	m.fsm.mu.Unlock()
-	locked = false
-	a, b := <-first, <-second
-	if a.err != nil || b.err != nil {
-		t.Fatalf("mkdirs: %v, %v", a.err, b.err)
-	}
-	for name, ino := range map[string]uint64{"first": a.res.attr.Ino, "second": b.res.attr.Ino} {
-		got := must[rpc.AttrResp](m, rpc.MLookup, &rpc.EntryReq{Parent: rpc.RootIno, Name: name})
-		if ino == 0 || got.Attr.Ino != ino {
-			t.Errorf("mkdir %s was told inode %d, the name is inode %d", name, ino, got.Attr.Ino)
-		}
-	}
-}
-
-// waitLogged waits (a minute at most: a loaded machine) until a mkdir of
-// name is in m's raft log after index from, alone or in a batch.
-func waitLogged(t *testing.T, m *tmds, from uint64, name string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		last := m.node.raft.LastIndex()
-		for i := from + 1; i <= last; i++ {
-			var l raft.Log
-			if err := m.node.wal.GetLog(i, &l); err != nil {
-				t.Fatalf("log entry %d: %v", i, err)
-			}
-			if l.Type != raft.LogCommand {
-				continue
-			}
-			typ, p, err := decodeCommand(l.Data)
-			if err != nil {
-				t.Fatalf("log entry %d: %v", i, err)
-			}
-			subs := []decoded{{t: typ, p: p}}
-			if bc, ok := p.(*batchCmd); ok {
-				subs = bc.subs
-			}
-			for _, c := range subs {
-				if mc, ok := c.p.(*mkdirCmd); ok && mc.Name == name {
-					return
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no mkdir of %q in the raft log after a minute", name)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

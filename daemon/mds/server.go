@@ -158,7 +158,6 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	s.node, s.ln, s.started, s.startedAt = node, ln, true, s.clock()
 	s.prop = newProposer(node.raft)
-	s.fsm.prop.Store(s.prop)
 	mux := rpc.NewMux()
 	s.register(mux)
 	s.srv, err = rpc.NewServer(mux, s.log, s.cfg.RPC)
