@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-hpc/strata/daemon/mds"
 	"github.com/strata-hpc/strata/internal/testcluster"
 )
 
@@ -28,7 +29,7 @@ func TestUmountNoLeader(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: a three-replica MDS group")
 	}
-	cl := testcluster.Start(t, 2, testcluster.WithMDS(3))
+	cl := testcluster.Start(t, 2, testcluster.WithMDS(3), notInline)
 	env := envOf(cl)
 	dA, dirA := startMount(t, env)
 	dB, dirB := startMount(t, env)
@@ -58,7 +59,7 @@ func TestUmountNoLeader(t *testing.T) {
 // `strata mount` process within seconds.
 func TestUmountNoMDS(t *testing.T) {
 	requireFUSE(t)
-	cl := testcluster.Start(t, 2)
+	cl := testcluster.Start(t, 2, notInline)
 	env := envOf(cl)
 	d, dir := startMount(t, env)
 	files := openUnwritten(t, dir)
@@ -69,6 +70,12 @@ func TestUmountNoMDS(t *testing.T) {
 	umountBusy(t, dir)
 	letGo(t, "umount", d, dir)
 }
+
+// notInline makes files on the data servers from their creation: the
+// tests want a RELEASE that retries the MDS (its layout return) while the
+// mount is let go, which an inline file's writer does not make (its close
+// fails at once: its bytes cannot move to the data servers).
+var notInline = testcluster.WithMDSConfig(func(c *mds.Config) { c.InlineMax = 0 })
 
 // openUnwritten creates a file in each dir and writes 1 MiB to it, which
 // the mount holds until the file is closed.
