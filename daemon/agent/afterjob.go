@@ -146,10 +146,11 @@ func (s *Server) awaitFirstNode(t *tier) {
 	}
 }
 
-// mdsGoneAfter is how long the tier's MDS must refuse every call before
-// the other nodes take it as gone (the first node is done with it): a
-// call that times out, or one refusal, is an MDS that is busy or
-// restarting, and the files it still drains are on these nodes.
+// mdsGoneAfter is how long calls to the tier's MDS must fail (other than
+// by a refused connection, which is an MDS gone at once) before the other
+// nodes take it as gone (the first node is done with it): a call that
+// times out is an MDS that is busy, and the files it still drains are on
+// these nodes.
 const mdsGoneAfter = 2 * time.Second
 
 // markReader reads the first node's mark on the tier's root, through one
@@ -158,12 +159,12 @@ type markReader struct {
 	tc interface {
 		GetXattrIno(context.Context, uint64, string) ([]byte, error)
 	}
-	refusedSince time.Time // the first of the refusals in a row
+	refusedSince time.Time // the first of the failures in a row
 }
 
 // read returns the first node's mark: "" when there is none yet (or the
-// MDS did not answer in time), epilogDrained when the tier's MDS has
-// refused every call for mdsGoneAfter.
+// MDS did not answer in time), epilogDrained when the tier's MDS refuses
+// connections or has failed every call for mdsGoneAfter.
 func (m *markReader) read(ctx context.Context) string {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -173,7 +174,13 @@ func (m *markReader) read(ctx context.Context) string {
 		m.refusedSince = time.Time{}
 		return string(v)
 	case errors.Is(err, rpc.ErrUnavailable) && cctx.Err() == nil:
-		// Refused before the call's time ran out: gone, once it lasts.
+		// Nothing listens at its address: gone (the first node stops it
+		// right after its mark, which this node may not have seen).
+		if strings.Contains(err.Error(), "connection refused") {
+			return epilogDrained
+		}
+		// Failed otherwise before the call's time ran out: gone, once it
+		// lasts.
 		if m.refusedSince.IsZero() {
 			m.refusedSince = time.Now()
 		}

@@ -41,19 +41,27 @@ func TestMarkTimeoutIsNotGone(t *testing.T) {
 	}
 }
 
-// An MDS that refuses every call for mdsGoneAfter is gone; one that
-// answers again in between is not.
+// An MDS that refuses connections is gone at once (the first node stops
+// it right after its mark); one whose calls fail otherwise is gone once
+// they have failed for mdsGoneAfter, and an answer in between starts the
+// count again.
 func TestMarkRefusedIsGone(t *testing.T) {
-	refused := fmt.Errorf("%w: 10.0.0.1:1 mds.getxattr: dial tcp4: connect: connection refused", rpc.ErrUnavailable)
+	refused := fmt.Errorf("%w: 10.0.0.1:1 mds.getxattr: error when dialing 10.0.0.1:1: dial tcp4 10.0.0.1:1: connect: connection refused", rpc.ErrUnavailable)
+	m := markReader{tc: &fakeMarks{answer: func(context.Context, int) ([]byte, error) { return nil, refused }}}
+	if got := m.read(context.Background()); got != epilogDrained {
+		t.Fatalf("mark %q from an MDS that refuses connections, want %q", got, epilogDrained)
+	}
+
+	reset := fmt.Errorf("%w: 10.0.0.1:1 mds.getxattr: read: connection reset by peer", rpc.ErrUnavailable)
 	var answered time.Time
 	f := &fakeMarks{answer: func(_ context.Context, i int) ([]byte, error) {
 		if i == 3 {
 			answered = time.Now()
 			return nil, &rpc.Error{Errno: 61, Msg: "no mark yet"} // ENODATA: the MDS is there
 		}
-		return nil, refused
+		return nil, reset
 	}}
-	m := markReader{tc: f}
+	m = markReader{tc: f}
 	start := time.Now()
 	got := ""
 	for got == "" && time.Since(start) < 10*time.Second {
@@ -61,10 +69,10 @@ func TestMarkRefusedIsGone(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if got != epilogDrained {
-		t.Fatalf("mark %q after %v of refusals, want %q", got, time.Since(start), epilogDrained)
+		t.Fatalf("mark %q after %v of failed calls, want %q", got, time.Since(start), epilogDrained)
 	}
-	// The refusals before the answer do not count toward gone.
+	// The failures before the answer do not count toward gone.
 	if el := time.Since(answered); el < mdsGoneAfter {
-		t.Errorf("gone %v after the MDS last answered, want at least %v of refusals", el, mdsGoneAfter)
+		t.Errorf("gone %v after the MDS last answered, want at least %v of failures", el, mdsGoneAfter)
 	}
 }
